@@ -1,0 +1,133 @@
+package extension
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Band is a priority band. Prod pods own the node; Mid pods run on what Prod
+// pods reserved but are predicted not to use; Batch and Free pods run on what
+// is really idle and are the only ones node QoS throttles and evicts.
+type Band string
+
+// Bands, from the most to the least important.
+const (
+	BandProd  Band = "prod"
+	BandMid   Band = "mid"
+	BandBatch Band = "batch"
+	BandFree  Band = "free"
+)
+
+// Bands lists every band, most important first.
+var Bands = []Band{BandProd, BandMid, BandBatch, BandFree}
+
+// BandRange is the priority values [Min, Max] a band covers.
+type BandRange struct {
+	Band     Band
+	Min, Max int32
+}
+
+// DefaultBandRanges are the priority values of each band.
+var DefaultBandRanges = []BandRange{
+	{BandProd, 9000, 9999},
+	{BandMid, 7000, 7999},
+	{BandBatch, 5000, 5999},
+	{BandFree, 3000, 3999},
+}
+
+// ParseBand returns the band a string names.
+func ParseBand(s string) (Band, error) {
+	switch b := Band(s); b {
+	case BandProd, BandMid, BandBatch, BandFree:
+		return b, nil
+	}
+	return "", fmt.Errorf("unknown band %q: want one of prod, mid, batch, free", s)
+}
+
+// BandForPriority returns the band whose default range holds priority.
+func BandForPriority(priority int32) (Band, bool) {
+	for _, r := range DefaultBandRanges {
+		if priority >= r.Min && priority <= r.Max {
+			return r.Band, true
+		}
+	}
+	return "", false
+}
+
+// IsLowPriority reports whether node QoS may throttle or evict pods of the
+// band: Batch and Free only (seed 002: the waterlines exist only for
+// low-priority pods).
+func (b Band) IsLowPriority() bool { return b == BandBatch || b == BandFree }
+
+// TierResources returns the extended resources pods of the band request
+// instead of cpu and memory, and false for bands without a tier (Prod uses
+// cpu and memory; Free uses nothing it can be promised).
+func (b Band) TierResources() (cpu, memory corev1.ResourceName, ok bool) {
+	switch b {
+	case BandMid:
+		return ResourceMidCPU, ResourceMidMemory, true
+	case BandBatch:
+		return ResourceBatchCPU, ResourceBatchMemory, true
+	}
+	return "", "", false
+}
+
+// BandOf returns the pod's band. See BandOfExplained for the rules.
+func BandOf(pod *corev1.Pod) Band {
+	b, _ := BandOfExplained(pod)
+	return b
+}
+
+// BandOfExplained returns the pod's band, decided by, in order:
+//
+//  1. the waterline.dev/band label, when it names a band;
+//  2. the tier resources the pod requests (mid-* → Mid, batch-* → Batch);
+//  3. the band whose priority range holds spec.priority;
+//  4. otherwise Prod.
+//
+// Prod is the default because it is the safe one: nothing that was not put in
+// a lower band on purpose is ever throttled, evicted or over-committed.
+// A malformed label is ignored; the error says so, for the caller to log or
+// record as an event.
+func BandOfExplained(pod *corev1.Pod) (Band, error) {
+	var labelErr error
+	if v, ok := pod.Labels[LabelBand]; ok {
+		b, err := ParseBand(v)
+		if err == nil {
+			return b, nil
+		}
+		labelErr = fmt.Errorf("ignoring label %s of pod %s/%s: %w", LabelBand, pod.Namespace, pod.Name, err)
+	}
+	if b, ok := bandFromTierResources(pod); ok {
+		return b, labelErr
+	}
+	if pod.Spec.Priority != nil {
+		if b, ok := BandForPriority(*pod.Spec.Priority); ok {
+			return b, labelErr
+		}
+	}
+	return BandProd, labelErr
+}
+
+func bandFromTierResources(pod *corev1.Pod) (Band, bool) {
+	for i := range pod.Spec.Containers {
+		req := pod.Spec.Containers[i].Resources.Requests
+		lim := pod.Spec.Containers[i].Resources.Limits
+		for _, rl := range []corev1.ResourceList{req, lim} {
+			if _, ok := rl[ResourceBatchCPU]; ok {
+				return BandBatch, true
+			}
+			if _, ok := rl[ResourceBatchMemory]; ok {
+				return BandBatch, true
+			}
+			if _, ok := rl[ResourceMidCPU]; ok {
+				return BandMid, true
+			}
+			if _, ok := rl[ResourceMidMemory]; ok {
+				return BandMid, true
+			}
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,72 @@
+package extension
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProtectionReason says why node QoS must never act on a pod; empty means
+// it may.
+type ProtectionReason string
+
+// Reasons a pod is protected from throttling and eviction.
+const (
+	NotProtected            ProtectionReason = ""
+	ProtectedBand           ProtectionReason = "band is not batch or free"
+	ProtectedDaemonSet      ProtectionReason = "DaemonSet pod"
+	ProtectedStaticOrMirror ProtectionReason = "static or mirror pod"
+	ProtectedSystemCritical ProtectionReason = "system-critical pod"
+	ProtectedTerminating    ProtectionReason = "already terminating"
+)
+
+// QoSProtection returns why node QoS must never throttle or evict the pod,
+// or NotProtected. The rules are absolute: Prod and Mid pods, DaemonSet
+// pods, static and mirror pods and system-critical pods are never
+// candidates, whatever their band label says.
+func QoSProtection(pod *corev1.Pod) ProtectionReason {
+	switch {
+	case IsSystemCritical(pod):
+		return ProtectedSystemCritical
+	case IsStaticOrMirrorPod(pod):
+		return ProtectedStaticOrMirror
+	case IsDaemonSetPod(pod):
+		return ProtectedDaemonSet
+	case pod.DeletionTimestamp != nil:
+		return ProtectedTerminating
+	case !BandOf(pod).IsLowPriority():
+		return ProtectedBand
+	}
+	return NotProtected
+}
+
+// IsDaemonSetPod reports whether a DaemonSet controls the pod.
+func IsDaemonSetPod(pod *corev1.Pod) bool {
+	owner := metav1.GetControllerOfNoCopy(pod)
+	return owner != nil && owner.Kind == "DaemonSet"
+}
+
+// IsStaticOrMirrorPod reports whether the pod is a kubelet static pod or its
+// mirror in the API server.
+func IsStaticOrMirrorPod(pod *corev1.Pod) bool {
+	if _, ok := pod.Annotations[annotationMirrorPod]; ok {
+		return true
+	}
+	if src, ok := pod.Annotations[annotationConfigSource]; ok && src != "api" {
+		return true
+	}
+	owner := metav1.GetControllerOfNoCopy(pod)
+	return owner != nil && owner.Kind == "Node"
+}
+
+// IsSystemCritical reports whether the pod runs at a system-critical
+// priority or names one of the system-critical classes.
+func IsSystemCritical(pod *corev1.Pod) bool {
+	if pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority {
+		return true
+	}
+	switch pod.Spec.PriorityClassName {
+	case "system-cluster-critical", "system-node-critical":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,261 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeMetric condition types. The agent owns all of them.
+const (
+	// ConditionForbidScheduling is True while the node's usage is over a
+	// forbid-scheduling waterline of its NodeQOS: the scheduler then refuses
+	// new Batch and Free band pods on the node; Prod and Mid pods are not
+	// affected.
+	ConditionForbidScheduling = "ForbidScheduling"
+	// ConditionThrottling is True while the agent holds at least one
+	// low-priority pod's CPU below what it asked for.
+	ConditionThrottling = "Throttling"
+	// ConditionPredictionReady is True once the agent's predictor has enough
+	// history to report a Prod peak that is not a cold-start fallback.
+	ConditionPredictionReady = "PredictionReady"
+)
+
+// AggregationType names a statistic over a window of samples.
+// +kubebuilder:validation:Enum=avg;p50;p90;p95;p99;max
+type AggregationType string
+
+// Aggregation types the agent reports and the scheduler can use.
+const (
+	AggregationAvg AggregationType = "avg"
+	AggregationP50 AggregationType = "p50"
+	AggregationP90 AggregationType = "p90"
+	AggregationP95 AggregationType = "p95"
+	AggregationP99 AggregationType = "p99"
+	AggregationMax AggregationType = "max"
+)
+
+// PredictModel names a peak-prediction model of the agent.
+// +kubebuilder:validation:Enum=NSigmaV1;NSigmaV2;BorgDefault;ResourceCentral;PercentilePeak;Max
+type PredictModel string
+
+// Prediction models (seed 003; Bashir et al., EuroSys'21).
+const (
+	// PredictNSigmaV1 predicts mean + N·stdev of the Prod usage of the node.
+	PredictNSigmaV1 PredictModel = "NSigmaV1"
+	// PredictNSigmaV2 is the larger of NSigmaV1 and Σ per pod (mean + N·stdev).
+	PredictNSigmaV2 PredictModel = "NSigmaV2"
+	// PredictBorgDefault is Σ requests ÷ a, a = 1.1.
+	PredictBorgDefault PredictModel = "BorgDefault"
+	// PredictResourceCentral is Σ per pod of a percentile of its usage.
+	PredictResourceCentral PredictModel = "ResourceCentral"
+	// PredictPercentilePeak is a percentile of the Prod usage of the node.
+	PredictPercentilePeak PredictModel = "PercentilePeak"
+	// PredictMax is the largest of NSigmaV2, BorgDefault and ResourceCentral.
+	PredictMax PredictModel = "Max"
+)
+
+// NodeMetricCollectPolicy says how often the agent reports and over which
+// windows it aggregates.
+type NodeMetricCollectPolicy struct {
+	// AggregateDurationSeconds is the window, in seconds, that
+	// status.nodeMetric.nodeUsage averages over.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=300
+	// +optional
+	AggregateDurationSeconds *int64 `json:"aggregateDurationSeconds,omitempty"`
+	// ReportIntervalSeconds is how often, in seconds, the agent writes the
+	// NodeMetric status. The scheduler treats a NodeMetric not updated for
+	// its nodeMetricExpirationSeconds (default 180) as stale, so keep this
+	// well below that.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=60
+	// +optional
+	ReportIntervalSeconds *int64 `json:"reportIntervalSeconds,omitempty"`
+	// AggregateDurations are the windows for which the agent reports
+	// percentile aggregates of node usage (status.nodeMetric.aggregatedNodeUsages).
+	// The agent keeps at most its retention (default 30m) of raw samples;
+	// longer windows are answered from what it has.
+	// Default: 5m, 10m, 30m.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	AggregateDurations []metav1.Duration `json:"aggregateDurations,omitempty"`
+}
+
+// PredictPolicy configures the agent's Prod peak prediction (seed 003).
+type PredictPolicy struct {
+	// Model is the peak-prediction model.
+	// +kubebuilder:default=NSigmaV2
+	// +optional
+	Model PredictModel `json:"model,omitempty"`
+	// N is the number of standard deviations the N-sigma models add to the
+	// mean.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
+	// +kubebuilder:default=5
+	// +optional
+	N *int32 `json:"n,omitempty"`
+	// Percentile is the percentile (1-100) of usage the ResourceCentral and
+	// PercentilePeak models take.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=99
+	// +optional
+	Percentile *int32 `json:"percentile,omitempty"`
+	// HalfLifeSeconds is the half-life of the decaying usage histograms: a
+	// sample's weight halves every half-life.
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:default=43200
+	// +optional
+	HalfLifeSeconds *int64 `json:"halfLifeSeconds,omitempty"`
+	// ColdStartSeconds is how long a new pod's requests stand in for its
+	// usage history in the prediction.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=3600
+	// +optional
+	ColdStartSeconds *int64 `json:"coldStartSeconds,omitempty"`
+	// SafetyMarginPercent is added on top of the predicted peak.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=10
+	// +optional
+	SafetyMarginPercent *int32 `json:"safetyMarginPercent,omitempty"`
+	// ResourceDiffThresholdPercent makes the agent report a new prediction
+	// before the next report interval when it moved by more than this
+	// percentage.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=5
+	// +optional
+	ResourceDiffThresholdPercent *int64 `json:"resourceDiffThresholdPercent,omitempty"`
+	// ForceUpdateSeconds makes the agent report the prediction at least this
+	// often even when it did not move.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=600
+	// +optional
+	ForceUpdateSeconds *int64 `json:"forceUpdateSeconds,omitempty"`
+}
+
+// NodeMetricSpec is written by waterline-manager from the ColocationPolicy
+// that selects the node; the agent reads it.
+type NodeMetricSpec struct {
+	// CollectPolicy says how often the agent reports and over which windows.
+	// +optional
+	CollectPolicy *NodeMetricCollectPolicy `json:"collectPolicy,omitempty"`
+	// PredictPolicy configures the Prod peak prediction.
+	// +optional
+	PredictPolicy *PredictPolicy `json:"predictPolicy,omitempty"`
+}
+
+// AggregatedUsage is node usage summarised over one window.
+type AggregatedUsage struct {
+	// Duration is the window the statistics cover.
+	Duration metav1.Duration `json:"duration"`
+	// Usage maps a statistic (avg, p50, p90, p95, p99, max) to the usage it
+	// gives over the window.
+	// +optional
+	Usage map[AggregationType]corev1.ResourceList `json:"usage,omitempty"`
+}
+
+// NodeMetricInfo is the node-level usage the agent observed.
+type NodeMetricInfo struct {
+	// NodeUsage is the node's usage averaged over
+	// spec.collectPolicy.aggregateDurationSeconds: cpu in cores, memory in
+	// bytes (MemTotal − MemAvailable).
+	// +optional
+	NodeUsage corev1.ResourceList `json:"nodeUsage,omitempty"`
+	// SystemUsage is node usage not accounted to any pod (node − Σ pods),
+	// over the same window.
+	// +optional
+	SystemUsage corev1.ResourceList `json:"systemUsage,omitempty"`
+	// AggregatedNodeUsages are percentile aggregates of node usage over the
+	// windows of spec.collectPolicy.aggregateDurations.
+	// +listType=atomic
+	// +optional
+	AggregatedNodeUsages []AggregatedUsage `json:"aggregatedNodeUsages,omitempty"`
+}
+
+// PodMetricInfo is one pod's usage.
+type PodMetricInfo struct {
+	// Namespace of the pod.
+	Namespace string `json:"namespace"`
+	// Name of the pod.
+	Name string `json:"name"`
+	// Band is the pod's priority band (prod, mid, batch, free).
+	// +optional
+	Band string `json:"band,omitempty"`
+	// Usage is the pod's usage averaged over the same window as nodeUsage.
+	// +optional
+	Usage corev1.ResourceList `json:"usage,omitempty"`
+}
+
+// NodeMetricStatus is written by the node's waterline-agent.
+type NodeMetricStatus struct {
+	// UpdateTime is when the agent last wrote this status. The scheduler
+	// and the manager treat an old updateTime as a node whose agent is not
+	// reporting.
+	// +optional
+	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
+	// NodeMetric is the node-level usage.
+	// +optional
+	NodeMetric *NodeMetricInfo `json:"nodeMetric,omitempty"`
+	// PodsMetric is each running pod's usage and band.
+	// +listType=atomic
+	// +optional
+	PodsMetric []PodMetricInfo `json:"podsMetric,omitempty"`
+	// ProdPeak is the predicted peak usage of the node's Prod pods (plus
+	// the system), including the safety margin.
+	// +optional
+	ProdPeak corev1.ResourceList `json:"prodPeak,omitempty"`
+	// ProdReclaimable is what the Prod pods requested but are predicted not
+	// to use: max(0, Σ Prod requests − prodPeak).
+	// +optional
+	ProdReclaimable corev1.ResourceList `json:"prodReclaimable,omitempty"`
+	// PredictionTime is when prodPeak was last computed.
+	// +optional
+	PredictionTime *metav1.Time `json:"predictionTime,omitempty"`
+	// Conditions: ForbidScheduling, Throttling, PredictionReady.
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// NodeMetric is what a node's waterline-agent observed and predicted, one
+// per node, named after it. waterline-manager creates and deletes it with
+// the Node and writes its spec; the agent writes its status.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=nm
+// +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.status.nodeMetric.nodeUsage.cpu`,description="Node CPU usage (cores)"
+// +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.nodeMetric.nodeUsage.memory`,description="Node memory usage"
+// +kubebuilder:printcolumn:name="Prod-Peak-CPU",type=string,JSONPath=`.status.prodPeak.cpu`,description="Predicted Prod CPU peak"
+// +kubebuilder:printcolumn:name="Forbid",type=string,JSONPath=`.status.conditions[?(@.type=="ForbidScheduling")].status`,description="Low-priority scheduling forbidden"
+// +kubebuilder:printcolumn:name="Updated",type=date,JSONPath=`.status.updateTime`
+type NodeMetric struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec NodeMetricSpec `json:"spec,omitempty"`
+	// +optional
+	Status NodeMetricStatus `json:"status,omitempty"`
+}
+
+// NodeMetricList is a list of NodeMetrics.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type NodeMetricList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeMetric `json:"items"`
+}
