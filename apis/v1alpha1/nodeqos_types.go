@@ -259,7 +259,8 @@ type NodeQOSStatus struct {
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=nqos
+// +resourceName=nodeqoses
+// +kubebuilder:resource:scope=Cluster,path=nodeqoses,singular=nodeqos,shortName=nqos
 // +kubebuilder:printcolumn:name="CPU-Throttle",type=integer,JSONPath=`.spec.cpu.throttlePercent`
 // +kubebuilder:printcolumn:name="CPU-Evict",type=integer,JSONPath=`.spec.cpu.evictPercent`
 // +kubebuilder:printcolumn:name="Mem-Evict",type=integer,JSONPath=`.spec.memory.evictPercent`

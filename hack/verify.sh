@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Fails when the tree is not as `make generate` and gofmt would leave it, when
+# go vet complains, or when go.mod / go.sum are not tidy.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+failed=0
+
+echo ">> checking generated code"
+generated=(apis config/crd config/rbac pkg/client pkg/scheduler/apis)
+before=$(git status --porcelain --untracked-files=all -- "${generated[@]}")
+before_diff=$(git diff -- "${generated[@]}")
+hack/update-codegen.sh
+after=$(git status --porcelain --untracked-files=all -- "${generated[@]}")
+after_diff=$(git diff -- "${generated[@]}")
+if [[ "$before" != "$after" || "$before_diff" != "$after_diff" ]]; then
+  echo "generated code is stale: run 'make generate' and commit the result" >&2
+  diff <(echo "$before_diff") <(echo "$after_diff") | head -40 >&2 || true
+  failed=1
+fi
+
+echo ">> gofmt"
+unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go') 2>/dev/null || true)
+if [[ -n "$unformatted" ]]; then
+  echo "not gofmt'ed (run gofmt -w):" >&2
+  echo "$unformatted" >&2
+  failed=1
+fi
+
+echo ">> go vet"
+go vet ./... || failed=1
+(cd hack/tools && go vet -tags tools ./...) || failed=1
+
+echo ">> go mod tidy"
+if ! go mod tidy -diff >/dev/null; then
+  echo "go.mod/go.sum are not tidy: run 'go mod tidy'" >&2
+  go mod tidy -diff | head -20 >&2 || true
+  failed=1
+fi
+
+exit $failed

@@ -1,0 +1,139 @@
+package util
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	waterlinev1alpha1 "github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
+)
+
+// Cluster is a running etcd + kube-apiserver with Waterline's CRDs, and
+// optionally kwok managing fake nodes.
+type Cluster struct {
+	// Config reaches the API server as a cluster admin.
+	Config *rest.Config
+	// Kube is a client for the built-in APIs.
+	Kube kubernetes.Interface
+	// Waterline is a client for the waterline.dev APIs.
+	Waterline versioned.Interface
+	// Scheme knows the built-in and waterline.dev types.
+	Scheme *runtime.Scheme
+	// Kubeconfig is the path of an admin kubeconfig file, for child
+	// processes (kwok, waterline-scheduler, kubectl).
+	Kubeconfig string
+	// Env is the envtest environment, for tests that need its webhook
+	// options or to add users.
+	Env *envtest.Environment
+
+	kwok *Process
+}
+
+// Options tunes StartCluster.
+type Options struct {
+	// KWOK starts kwok managing nodes annotated kwok.x-k8s.io/node=fake.
+	KWOK bool
+	// APIServerFlags are extra kube-apiserver flags, name without dashes.
+	APIServerFlags map[string]string
+	// Webhooks installs webhook configurations pointing at a local server
+	// the test starts (see envtest.WebhookInstallOptions).
+	Webhooks *envtest.WebhookInstallOptions
+}
+
+// DisabledAdmissionPlugins are the admission plugins off in test clusters:
+// without kube-controller-manager there are no default ServiceAccounts, and
+// nothing removes the not-ready taint TaintNodesByCondition puts on new
+// nodes (kwok makes them Ready, but never untaints them).
+const DisabledAdmissionPlugins = "ServiceAccount,TaintNodesByCondition"
+
+// StartCluster starts etcd and kube-apiserver from bin/ with the CRDs of
+// config/crd installed and stops them when the test ends.
+func StartCluster(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	for _, tool := range []string{"etcd", "kube-apiserver", "kubectl"} {
+		if _, err := toolPath(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := waterlinev1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:        []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
+		BinaryAssetsDirectory:    BinDir(),
+		Scheme:                   scheme,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	if opts.Webhooks != nil {
+		env.WebhookInstallOptions = *opts.Webhooks
+	}
+	apiserver := env.ControlPlane.GetAPIServer().Configure()
+	apiserver.Set("disable-admission-plugins", DisabledAdmissionPlugins)
+	for k, v := range opts.APIServerFlags {
+		apiserver.Set(k, v)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("Starting the control plane (etcd, kube-apiserver from %s): %v", BinDir(), err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("Stopping the control plane: %v", err)
+		}
+	})
+	cfg.QPS, cfg.Burst = 500, 1000
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		t.Fatalf("Writing kubeconfig: %v", err)
+	}
+	c := &Cluster{
+		Config:     cfg,
+		Kube:       kubernetes.NewForConfigOrDie(cfg),
+		Waterline:  versioned.NewForConfigOrDie(cfg),
+		Scheme:     scheme,
+		Kubeconfig: kubeconfig,
+		Env:        env,
+	}
+	if opts.KWOK {
+		c.startKWOK(t)
+	}
+	return c
+}
+
+// Kubectl runs bin/kubectl against the cluster and returns its combined
+// output; it fails the test when kubectl fails.
+func (c *Cluster) Kubectl(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := c.KubectlE(args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// PodCondition returns the status of the pod's condition of type ct.
+func PodCondition(pod *corev1.Pod, ct corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ct {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}

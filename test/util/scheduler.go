@@ -1,0 +1,85 @@
+package util
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// SchedulerName is the scheduler name sample configurations use.
+const SchedulerName = "waterline-scheduler"
+
+// StartScheduler builds waterline-scheduler from this checkout and runs it
+// against the cluster with a KubeSchedulerConfiguration made of the harness's
+// header (client connection to this cluster, no leader election) followed by
+// body, which holds the rest: `profiles:` and anything else. It returns once
+// the scheduler answers /healthz.
+func (c *Cluster) StartScheduler(t testing.TB, body string, extraArgs ...string) *Process {
+	t.Helper()
+	bin := BuildBinary(t, "waterline-scheduler")
+	dir := t.TempDir()
+	config := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+  qps: 200
+  burst: 400
+leaderElection:
+  leaderElect: false
+%s`, c.Kubeconfig, body)
+	configPath := filepath.Join(dir, "scheduler-config.yaml")
+	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
+		t.Fatalf("Writing scheduler config: %v", err)
+	}
+	port := FreePort(t)
+	args := append([]string{
+		"--config", configPath,
+		"--secure-port", strconv.Itoa(port),
+		"--bind-address", "127.0.0.1",
+		"--cert-dir", filepath.Join(dir, "certs"),
+		"--authentication-skip-lookup",
+		"--authorization-always-allow-paths", "/healthz,/readyz,/livez,/metrics",
+		"--v", "2",
+	}, extraArgs...)
+	p := StartProcess(t, "waterline-scheduler", bin, args...)
+	WaitHealthy(t, p, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), time.Minute)
+	return p
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("Finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// WaitHealthy waits until url answers 200 (TLS not verified: the process
+// serves a self-signed certificate), failing fast if the process exits.
+func WaitHealthy(t testing.TB, p *Process, url string, timeout time.Duration) {
+	t.Helper()
+	client := &http.Client{
+		Timeout:   2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // a test's own self-signed server
+	}
+	Eventually(t, timeout, 200*time.Millisecond, func() (bool, error) {
+		if exited, err := p.Exited(); exited {
+			t.Fatalf("%s exited before it was healthy: %v (log: %s)", p.Name, err, p.LogPath)
+		}
+		resp, err := client.Get(url)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("status %d", resp.StatusCode)
+	}, "waiting for %s to be healthy at %s", p.Name, url)
+}
