@@ -1,0 +1,147 @@
+package app
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Options are waterline-manager's flags.
+type Options struct {
+	// Kubeconfig is the kubeconfig to reach the API server; empty uses the
+	// in-cluster config.
+	Kubeconfig string
+	// MetricsBindAddress serves Prometheus /metrics; "0" disables it.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz.
+	HealthProbeBindAddress string
+	// LeaderElect makes replicas elect one active manager.
+	LeaderElect bool
+	// LeaderElectionNamespace holds the election Lease; empty uses the
+	// namespace the manager runs in.
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Webhooks turns the admission webhook server on.
+	Webhooks bool
+	// WebhookPort and WebhookCertDir configure it; the directory holds
+	// tls.crt and tls.key.
+	WebhookPort    int
+	WebhookCertDir string
+	// WebhookHost is the address the webhook server binds; empty binds all.
+	WebhookHost string
+	// Controllers lists the controllers to run; "*" runs all.
+	Controllers []string
+}
+
+// Controller names for --controllers.
+const (
+	ControllerNodeMetric = "nodemetric"
+	ControllerTiers      = "tiers"
+)
+
+var knownControllers = []string{ControllerNodeMetric, ControllerTiers}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
+		LeaderElect:            true,
+		LeaseDuration:          15 * time.Second,
+		RenewDeadline:          10 * time.Second,
+		RetryPeriod:            2 * time.Second,
+		Webhooks:               true,
+		WebhookPort:            9443,
+		WebhookCertDir:         "/tmp/k8s-webhook-server/serving-certs",
+		Controllers:            []string{"*"},
+	}
+}
+
+// AddFlags binds the options to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig; empty uses the in-cluster configuration.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect one active manager among replicas with a Lease.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease; empty uses the manager's own namespace.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits before taking over an unrenewed lease.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before giving up leadership.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the lease.")
+	fs.BoolVar(&o.Webhooks, "webhooks", o.Webhooks, "Serve the admission webhooks (colocation profiles, priority-class quota).")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server binds; empty binds all.")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the webhook server.")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with the webhook server's tls.crt and tls.key.")
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("Controllers to run: * for all, or a list of %v.", knownControllers))
+}
+
+// Validate returns every problem with the options, naming the flag.
+func (o *Options) Validate() field.ErrorList {
+	var errs field.ErrorList
+	for name, addr := range map[string]string{"metrics-bind-address": o.MetricsBindAddress, "health-probe-bind-address": o.HealthProbeBindAddress} {
+		if addr == "0" && name == "metrics-bind-address" {
+			continue
+		}
+		if err := validateAddress(addr); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath(name), addr, err.Error()))
+		}
+	}
+	if o.LeaderElect {
+		if o.LeaseDuration <= o.RenewDeadline {
+			errs = append(errs, field.Invalid(field.NewPath("leader-elect-lease-duration"), o.LeaseDuration.String(), "must be longer than --leader-elect-renew-deadline"))
+		}
+		if o.RenewDeadline <= o.RetryPeriod {
+			errs = append(errs, field.Invalid(field.NewPath("leader-elect-renew-deadline"), o.RenewDeadline.String(), "must be longer than --leader-elect-retry-period"))
+		}
+		if o.RetryPeriod <= 0 {
+			errs = append(errs, field.Invalid(field.NewPath("leader-elect-retry-period"), o.RetryPeriod.String(), "must be positive"))
+		}
+	}
+	if o.Webhooks {
+		if o.WebhookPort < 1 || o.WebhookPort > 65535 {
+			errs = append(errs, field.Invalid(field.NewPath("webhook-port"), o.WebhookPort, "must be a port number (1-65535)"))
+		}
+		for _, f := range []string{"tls.crt", "tls.key"} {
+			if _, err := os.Stat(o.WebhookCertDir + "/" + f); err != nil {
+				errs = append(errs, field.Invalid(field.NewPath("webhook-cert-dir"), o.WebhookCertDir, fmt.Sprintf("has no readable %s (%v); pass --webhooks=false to run without webhooks", f, err)))
+			}
+		}
+	}
+	for i, c := range o.Controllers {
+		if c == "*" || contains(knownControllers, c) {
+			continue
+		}
+		errs = append(errs, field.NotSupported(field.NewPath("controllers").Index(i), c, append([]string{"*"}, knownControllers...)))
+	}
+	return errs
+}
+
+// Enabled reports whether the named controller runs.
+func (o *Options) Enabled(name string) bool {
+	return contains(o.Controllers, "*") || contains(o.Controllers, name)
+}
+
+func validateAddress(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("port %q is not a port number", port)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

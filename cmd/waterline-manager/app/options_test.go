@@ -1,0 +1,60 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidateNamesEveryBadFlag(t *testing.T) {
+	o := NewOptions()
+	o.MetricsBindAddress = "localhost"
+	o.LeaseDuration = 5 * time.Second // not longer than the 10 s renew deadline
+	o.WebhookPort = 70000
+	o.WebhookCertDir = filepath.Join(t.TempDir(), "missing")
+	o.Controllers = []string{"nodemetric", "bogus"}
+
+	errs := o.Validate()
+	msg := errs.ToAggregate().Error()
+	for _, want := range []string{
+		"metrics-bind-address",
+		"leader-elect-lease-duration",
+		"webhook-port",
+		"webhook-cert-dir",
+		`controllers[1]: Unsupported value: "bogus"`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("validation error %q does not name %q", msg, want)
+		}
+	}
+	if len(errs) != 6 { // webhook-cert-dir reports tls.crt and tls.key
+		t.Errorf("got %d errors, want 6: %v", len(errs), msg)
+	}
+}
+
+func TestValidateAcceptsDefaultsWithCerts(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := NewOptions()
+	o.WebhookCertDir = dir
+	if errs := o.Validate(); len(errs) > 0 {
+		t.Fatalf("defaults are invalid: %v", errs.ToAggregate())
+	}
+}
+
+func TestCommandRefusesBadFlagsAtStart(t *testing.T) {
+	cmd := NewCommand()
+	cmd.SetArgs([]string{"--webhooks=false", "--controllers=nope"})
+	cmd.SetOut(new(strings.Builder))
+	cmd.SetErr(new(strings.Builder))
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "controllers[0]") {
+		t.Fatalf("Execute() error = %v, want a refusal naming controllers[0]", err)
+	}
+}

@@ -1,0 +1,162 @@
+// Package app builds the waterline-manager command.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/manager/nodemetric"
+	"github.com/waterline-dev/waterline/pkg/version"
+)
+
+// NewCommand returns the waterline-manager command.
+func NewCommand() *cobra.Command {
+	opts := NewOptions()
+	logOpts := logs.NewOptions()
+	cmd := &cobra.Command{
+		Use:   "waterline-manager",
+		Short: "Waterline's cluster controllers and admission webhooks",
+		Long: `waterline-manager keeps one NodeMetric per node with the collection and
+prediction policy of its ColocationPolicy, publishes each node's Mid and Batch
+tier allocatable from its agent's prediction, and serves Waterline's admission
+webhooks.`,
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := logsapi.ValidateAndApply(logOpts, nil); err != nil {
+				return err
+			}
+			if errs := opts.Validate(); len(errs) > 0 {
+				return fmt.Errorf("invalid flags: %w", errs.ToAggregate())
+			}
+			return Run(cmd.Context(), opts)
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	logsapi.AddFlags(logOpts, cmd.Flags())
+	return cmd
+}
+
+// Scheme knows the built-in types and waterline.dev.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run runs the manager until ctx ends.
+func Run(ctx context.Context, opts *Options) error {
+	ctrl.SetLogger(klog.NewKlogr())
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting waterline-manager", "version", version.Get().String())
+
+	cfg, err := restConfig(opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	mgrOpts := ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        "waterline-manager.waterline.dev",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		LeaseDuration:           &opts.LeaseDuration,
+		RenewDeadline:           &opts.RenewDeadline,
+		RetryPeriod:             &opts.RetryPeriod,
+		Cache: cache.Options{
+			// Pods and nodes are the big objects in a cluster's cache; the
+			// controllers never read managed fields.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+	}
+	if opts.Webhooks {
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
+			Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
+		})
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := setup(mgr, opts); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	ready := healthz.Ping
+	if opts.Webhooks {
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("ready", ready); err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("running the controller manager: %w", err)
+	}
+	return nil
+}
+
+func setup(mgr ctrl.Manager, opts *Options) error {
+	if opts.Enabled(ControllerNodeMetric) {
+		if err := (&nodemetric.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", nodemetric.ControllerName, err)
+		}
+	}
+	// Pods are indexed by node: the tier controller sums requests per node.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, PodNodeNameField, func(obj client.Object) []string {
+		if n := obj.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing pods by node: %w", err)
+	}
+	return nil
+}
+
+// PodNodeNameField indexes pods by spec.nodeName in the manager's cache.
+const PodNodeNameField = "spec.nodeName"
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig and not running in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
