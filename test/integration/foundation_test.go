@@ -29,7 +29,7 @@ func TestCRDsInstallAndExplain(t *testing.T) {
 	}
 	// Field docs reach users through kubectl explain.
 	for resourcePath, want := range map[string]string{
-		"nodeqos.spec.cpu.throttlePercent":                      "throttled, one at a",
+		"nodeqos.spec.cpu.throttlePercent":                     "throttled, one at a",
 		"nodemetrics.status.prodPeak":                          "predicted peak usage",
 		"colocationpolicies.spec.tiers.midCPUThresholdPercent": "Allocatable × threshold%",
 	} {
@@ -235,8 +235,8 @@ func TestKWOKNodesBecomeReadyAndRunPods(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default"},
 		Spec: corev1.PodSpec{
-			NodeName:   nodes[137].Name,
-			Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
+			NodeName:    nodes[137].Name,
+			Containers:  []corev1.Container{{Name: "c", Image: "busybox"}},
 			Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 		},
 	}

@@ -88,7 +88,7 @@ func TestForNode(t *testing.T) {
 			policies:    []*v1alpha1.ColocationPolicy{def, bad, poolA},
 			wantSources: []string{"default", "pool-a"},
 			wantMid:     10, wantBatch: 70, wantReport: 30,
-			wantErrs:    1,
+			wantErrs: 1,
 		},
 	}
 	for _, tt := range tests {
