@@ -35,6 +35,10 @@ type Options struct {
 	WebhookCertDir string
 	// WebhookHost is the address the webhook server binds; empty binds all.
 	WebhookHost string
+	// ColocationWebhookFailOpen admits pods unchanged (with a warning) when
+	// the colocation-profile webhook cannot read its inputs; by default it
+	// refuses them. Set the webhook configuration's failurePolicy to match.
+	ColocationWebhookFailOpen bool
 	// Controllers lists the controllers to run; "*" runs all.
 	Controllers []string
 }
@@ -77,6 +81,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server binds; empty binds all.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the webhook server.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with the webhook server's tls.crt and tls.key.")
+	fs.BoolVar(&o.ColocationWebhookFailOpen, "colocation-webhook-fail-open", o.ColocationWebhookFailOpen, "Admit pods unchanged, with a warning, when the colocation-profile webhook cannot read the namespace, policy or PriorityClass (default: refuse them). Match the MutatingWebhookConfiguration's failurePolicy.")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("Controllers to run: * for all, or a list of %v.", knownControllers))
 }
 

@@ -21,9 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/manager/nodemetric"
+	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
 	"github.com/waterline-dev/waterline/pkg/version"
 )
 
@@ -130,6 +132,13 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 		if err := (&nodemetric.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", nodemetric.ControllerName, err)
 		}
+	}
+	if opts.Webhooks {
+		mgr.GetWebhookServer().Register(profile.Path, &webhook.Admission{Handler: &profile.Handler{
+			Reader:   mgr.GetClient(),
+			Decoder:  admission.NewDecoder(mgr.GetScheme()),
+			FailOpen: opts.ColocationWebhookFailOpen,
+		}})
 	}
 	// Pods are indexed by node: the tier controller sums requests per node.
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, PodNodeNameField, func(obj client.Object) []string {
