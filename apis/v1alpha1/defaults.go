@@ -42,6 +42,9 @@ const (
 	DefaultEvictionMaxPerMinute     int32 = 10
 )
 
+// DefaultMaxOf are the models the Max model combines by default.
+var DefaultMaxOf = []PredictModel{PredictNSigmaV2, PredictResourceCentral}
+
 // DefaultAggregateDurations are the windows of status.nodeMetric.aggregatedNodeUsages.
 var DefaultAggregateDurations = []time.Duration{5 * time.Minute, 10 * time.Minute, 30 * time.Minute}
 
@@ -75,6 +78,9 @@ func PredictPolicyWithDefaults(in *PredictPolicy) *PredictPolicy {
 	}
 	if out.Model == "" {
 		out.Model = DefaultPredictModel
+	}
+	if len(out.MaxOf) == 0 {
+		out.MaxOf = append([]PredictModel(nil), DefaultMaxOf...)
 	}
 	setDefault(&out.N, DefaultPredictN)
 	setDefault(&out.Percentile, DefaultPredictPercentile)

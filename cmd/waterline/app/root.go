@@ -16,5 +16,6 @@ system that runs online services and batch work on the same nodes.`,
 		SilenceErrors: false,
 	}
 	cmd.AddCommand(newVersionCommand())
+	cmd.AddCommand(newPredictCommand())
 	return cmd
 }

@@ -29,6 +29,11 @@ import (
 type PredictPolicyApplyConfiguration struct {
 	// Model is the peak-prediction model.
 	Model *apisv1alpha1.PredictModel `json:"model,omitempty"`
+	// MaxOf lists the models the Max model takes the largest of. Default:
+	// NSigmaV2 and ResourceCentral. (BorgDefault, Σ requests ÷ 1.1, caps
+	// the savings at 9 % wherever requests equal limits, so it is not in
+	// the default.)
+	MaxOf []apisv1alpha1.PredictModel `json:"maxOf,omitempty"`
 	// N is the number of standard deviations the N-sigma models add to the
 	// mean.
 	N *int32 `json:"n,omitempty"`
@@ -63,6 +68,16 @@ func PredictPolicy() *PredictPolicyApplyConfiguration {
 // If called multiple times, the Model field is set to the value of the last call.
 func (b *PredictPolicyApplyConfiguration) WithModel(value apisv1alpha1.PredictModel) *PredictPolicyApplyConfiguration {
 	b.Model = &value
+	return b
+}
+
+// WithMaxOf adds the given value to the MaxOf field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the MaxOf field.
+func (b *PredictPolicyApplyConfiguration) WithMaxOf(values ...apisv1alpha1.PredictModel) *PredictPolicyApplyConfiguration {
+	for i := range values {
+		b.MaxOf = append(b.MaxOf, values[i])
+	}
 	return b
 }
 

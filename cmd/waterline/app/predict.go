@@ -1,0 +1,501 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/core/predict"
+	"github.com/waterline-dev/waterline/pkg/trace"
+)
+
+// Trace kinds `waterline predict` reads.
+const (
+	traceAlibabaV2018 = "alibaba-v2018"
+	traceBitbrains    = "bitbrains"
+)
+
+// bitbrainsStep is the Bitbrains sampling interval: VMs are put on this
+// grid so that their usage adds up into a node's.
+const bitbrainsStep = 300
+
+type predictOptions struct {
+	trace       string
+	path        string
+	models      []string
+	n           []float64
+	percentiles []float64
+	resources   []string
+	step        time.Duration
+	horizon     time.Duration
+	warmup      time.Duration
+	halfLife    time.Duration
+	coldStart   time.Duration
+	margin      float64
+	bucketRatio float64
+	vmsPerNode  int
+	maxOf       []string
+	output      string
+}
+
+func newPredictCommand() *cobra.Command {
+	d := v1alpha1.PredictPolicyWithDefaults(nil)
+	o := predictOptions{
+		trace:       traceAlibabaV2018,
+		models:      allModels(),
+		n:           []float64{3, float64(*d.N)},
+		percentiles: []float64{95, float64(*d.Percentile)},
+		resources:   []string{"cpu", "memory"},
+		step:        5 * time.Minute,
+		horizon:     time.Hour,
+		warmup:      24 * time.Hour,
+		halfLife:    time.Duration(*d.HalfLifeSeconds) * time.Second,
+		coldStart:   time.Duration(*d.ColdStartSeconds) * time.Second,
+		bucketRatio: 1.05,
+		vmsPerNode:  10,
+		maxOf:       modelNames(v1alpha1.DefaultMaxOf),
+		output:      "table",
+	}
+	cmd := &cobra.Command{
+		Use:   "predict",
+		Short: "Evaluate the peak predictors on a usage trace",
+		Long: `predict replays a usage trace and scores every peak-prediction model the
+agent can run, the way Bashir et al. (EuroSys'21) do: every --step it predicts
+the peak of the next --horizon from the history so far, and reports
+
+  violation rate  share of predictions the real peak of the horizon exceeded
+  savings         mean of 1 − prediction ÷ Σ limits (÷ capacity without limits)
+
+and the same for the peak oracle (the real peak: the most any model can save
+without violations).
+
+Traces (see shared/traces/README.md):
+  alibaba-v2018  machine_usage.csv: one node per machine, usage in % of the
+                 machine; the machine counts as one pod with a request and
+                 limit of 100 %, so per-pod models see the machine as a whole.
+  bitbrains      one file per VM: VMs are pods (request = limit = provisioned
+                 capacity), grouped --vms-per-node to a node in file order.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPredict(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.trace, "trace", o.trace, "trace format: alibaba-v2018 or bitbrains")
+	f.StringVar(&o.path, "path", "", "the trace: machine_usage.csv (or its folder) for alibaba-v2018, the folder of VM files for bitbrains; default: the shared sample found in shared/traces beside the working directory or one of its parents")
+	f.StringSliceVar(&o.models, "models", o.models, "models to evaluate: "+strings.Join(allModels(), ", "))
+	f.Float64SliceVar(&o.n, "n", o.n, "N values (standard deviations) for the N-sigma models and Max")
+	f.Float64SliceVar(&o.percentiles, "percentile", o.percentiles, "percentiles in (0, 100] for ResourceCentral, PercentilePeak and Max")
+	f.StringSliceVar(&o.resources, "resources", o.resources, "resources to evaluate: cpu, memory")
+	f.DurationVar(&o.step, "step", o.step, "how often a prediction is made (whole seconds)")
+	f.DurationVar(&o.horizon, "horizon", o.horizon, "how long each prediction must hold (whole seconds)")
+	f.DurationVar(&o.warmup, "warmup", o.warmup, "history each node gathers before its predictions are scored")
+	f.DurationVar(&o.halfLife, "half-life", o.halfLife, "half-life of the usage histograms (0 = no decay)")
+	f.DurationVar(&o.coldStart, "cold-start", o.coldStart, "how long a new pod's request stands in for its usage")
+	f.Float64Var(&o.margin, "safety-margin", o.margin, "percent added on top of every prediction (the agent's default policy adds 10)")
+	f.Float64Var(&o.bucketRatio, "bucket-ratio", o.bucketRatio, "growth ratio of the histogram buckets (> 1; the percentile error is about ratio − 1)")
+	f.IntVar(&o.vmsPerNode, "vms-per-node", o.vmsPerNode, "bitbrains: VMs per node")
+	f.StringSliceVar(&o.maxOf, "max-of", o.maxOf, "the models Max takes the largest of (as predictPolicy.maxOf does for the agent)")
+	f.StringVarP(&o.output, "output", "o", o.output, "output format: table or json")
+	return cmd
+}
+
+func allModels() []string {
+	return []string{
+		string(v1alpha1.PredictNSigmaV1), string(v1alpha1.PredictNSigmaV2), string(v1alpha1.PredictBorgDefault),
+		string(v1alpha1.PredictResourceCentral), string(v1alpha1.PredictPercentilePeak), string(v1alpha1.PredictMax),
+	}
+}
+
+func (o predictOptions) validate() field.ErrorList {
+	var errs field.ErrorList
+	if o.trace != traceAlibabaV2018 && o.trace != traceBitbrains {
+		errs = append(errs, field.NotSupported(field.NewPath("--trace"), o.trace, []string{traceAlibabaV2018, traceBitbrains}))
+	}
+	if o.output != "table" && o.output != "json" {
+		errs = append(errs, field.NotSupported(field.NewPath("--output"), o.output, []string{"table", "json"}))
+	}
+	if len(o.models) == 0 {
+		errs = append(errs, field.Required(field.NewPath("--models"), "at least one model"))
+	}
+	for i, m := range o.models {
+		if _, err := predict.New(v1alpha1.PredictModel(m), predict.Params{Percentile: 100}); err != nil {
+			errs = append(errs, field.NotSupported(field.NewPath("--models").Index(i), m, allModels()))
+		}
+	}
+	for i, r := range o.resources {
+		if r != "cpu" && r != "memory" {
+			errs = append(errs, field.NotSupported(field.NewPath("--resources").Index(i), r, []string{"cpu", "memory"}))
+		}
+	}
+	if len(o.resources) == 0 {
+		errs = append(errs, field.Required(field.NewPath("--resources"), "at least one resource"))
+	}
+	for i, m := range o.maxOf {
+		if _, err := predict.New(v1alpha1.PredictModel(m), predict.Params{Percentile: 100}); err != nil || m == string(v1alpha1.PredictMax) {
+			errs = append(errs, field.NotSupported(field.NewPath("--max-of").Index(i), m, allModels()[:5]))
+		}
+	}
+	if o.vmsPerNode < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("--vms-per-node"), o.vmsPerNode, "must be ≥ 1"))
+	}
+	if len(o.n) == 0 {
+		errs = append(errs, field.Required(field.NewPath("--n"), "at least one value"))
+	}
+	if len(o.percentiles) == 0 {
+		errs = append(errs, field.Required(field.NewPath("--percentile"), "at least one value"))
+	}
+	for i, n := range o.n {
+		if !(n >= 0) || math.IsInf(n, 0) {
+			errs = append(errs, field.Invalid(field.NewPath("--n").Index(i), n, "must be a finite number ≥ 0"))
+		}
+	}
+	for i, p := range o.percentiles {
+		if !(p > 0 && p <= 100) {
+			errs = append(errs, field.Invalid(field.NewPath("--percentile").Index(i), p, "must be in (0, 100]"))
+		}
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--step", o.step}, {"--horizon", o.horizon}} {
+		if d.v < time.Second || d.v%time.Second != 0 {
+			errs = append(errs, field.Invalid(field.NewPath(d.flag), d.v.String(), "must be a whole number of seconds ≥ 1s"))
+		}
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--warmup", o.warmup}, {"--half-life", o.halfLife}, {"--cold-start", o.coldStart}} {
+		if d.v < 0 {
+			errs = append(errs, field.Invalid(field.NewPath(d.flag), d.v.String(), "must be ≥ 0"))
+		}
+	}
+	if !(o.margin >= 0) || math.IsInf(o.margin, 0) {
+		errs = append(errs, field.Invalid(field.NewPath("--safety-margin"), o.margin, "must be a finite number ≥ 0"))
+	}
+	if !(o.bucketRatio > 1 && o.bucketRatio <= 10) {
+		errs = append(errs, field.Invalid(field.NewPath("--bucket-ratio"), o.bucketRatio, "must be in (1, 10]"))
+	}
+	return errs
+}
+
+// predictors builds every model × parameter the options ask for, each
+// once.
+func (o predictOptions) predictors() ([]predict.Predictor, error) {
+	base := predict.Params{ColdStart: o.coldStart, SafetyMarginPercent: o.margin, BorgOvercommit: predict.DefaultBorgOvercommit}
+	var out []predict.Predictor
+	build := func(model string, mod func(*predict.Params)) (predict.Predictor, error) {
+		p := base
+		p.Percentile = 100
+		mod(&p)
+		if model != string(v1alpha1.PredictMax) {
+			return predict.New(v1alpha1.PredictModel(model), p)
+		}
+		var m predict.Max
+		for _, part := range o.maxOf {
+			pm, err := predict.New(v1alpha1.PredictModel(part), p)
+			if err != nil {
+				return nil, err
+			}
+			m = append(m, pm)
+		}
+		return m, nil
+	}
+	add := func(model string, mod func(*predict.Params)) error {
+		m, err := build(model, mod)
+		if err != nil {
+			return err
+		}
+		out = append(out, m)
+		return nil
+	}
+	for _, model := range o.models {
+		var err error
+		switch v1alpha1.PredictModel(model) {
+		case v1alpha1.PredictNSigmaV1, v1alpha1.PredictNSigmaV2:
+			for _, n := range o.n {
+				err = errors.Join(err, add(model, func(p *predict.Params) { p.N = n }))
+			}
+		case v1alpha1.PredictResourceCentral, v1alpha1.PredictPercentilePeak:
+			for _, pc := range o.percentiles {
+				err = errors.Join(err, add(model, func(p *predict.Params) { p.Percentile = pc }))
+			}
+		case v1alpha1.PredictMax:
+			for _, n := range o.n {
+				for _, pc := range o.percentiles {
+					err = errors.Join(err, add(model, func(p *predict.Params) { p.N, p.Percentile = n, pc }))
+				}
+			}
+		default:
+			err = add(model, func(*predict.Params) {})
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// resourceTrace is one resource of every node of a trace, and the
+// histogram layout that suits its unit (% for Alibaba, MHz and KB for
+// Bitbrains).
+type resourceTrace struct {
+	resource string
+	layout   predict.HistogramConfig
+	nodes    []predict.NodeTrace
+}
+
+// predictResult is one row of the output.
+type predictResult struct {
+	Resource      string  `json:"resource"`
+	Model         string  `json:"model"`
+	Nodes         int     `json:"nodes"`
+	Intervals     int     `json:"intervals"`
+	Violations    int     `json:"violations"`
+	ViolationRate float64 `json:"violationRate"`
+	Savings       float64 `json:"savings"`
+}
+
+type predictReport struct {
+	Trace   string          `json:"trace"`
+	Path    string          `json:"path"`
+	Config  predictConfig   `json:"config"`
+	Results []predictResult `json:"results"`
+}
+
+type predictConfig struct {
+	Step                string  `json:"step"`
+	Horizon             string  `json:"horizon"`
+	Warmup              string  `json:"warmup"`
+	HalfLife            string  `json:"halfLife"`
+	ColdStart           string  `json:"coldStart"`
+	SafetyMarginPercent float64 `json:"safetyMarginPercent"`
+	BucketRatio         float64 `json:"bucketRatio"`
+	VMsPerNode          int     `json:"vmsPerNode,omitempty"`
+}
+
+func runPredict(ctx context.Context, out io.Writer, o predictOptions) error {
+	logger := klog.FromContext(ctx)
+	if errs := o.validate(); len(errs) > 0 {
+		return fmt.Errorf("invalid flags: %w", errs.ToAggregate())
+	}
+	path, err := o.tracePath()
+	if err != nil {
+		return err
+	}
+	models, err := o.predictors()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	traces, err := o.load(path)
+	if err != nil {
+		return err
+	}
+	logger.V(2).Info("Loaded trace", "trace", o.trace, "path", path, "duration", time.Since(start))
+
+	report := predictReport{Trace: o.trace, Path: path, Config: predictConfig{
+		Step: o.step.String(), Horizon: o.horizon.String(), Warmup: o.warmup.String(), HalfLife: o.halfLife.String(),
+		ColdStart: o.coldStart.String(), SafetyMarginPercent: o.margin, BucketRatio: o.bucketRatio,
+	}}
+	if o.trace == traceBitbrains {
+		report.Config.VMsPerNode = o.vmsPerNode
+	}
+	for _, rt := range traces {
+		cfg := rt.layout
+		cfg.Ratio, cfg.HalfLife = o.bucketRatio, o.halfLife
+		layout, err := predict.NewLayout(cfg)
+		if err != nil {
+			return fmt.Errorf("histogram layout for %s: %w", rt.resource, err)
+		}
+		ec := predict.EvalConfig{Layout: layout, Step: o.step, Horizon: o.horizon, Warmup: o.warmup}
+		totals := make([]predict.Score, len(models))
+		oracle := predict.Score{Model: predict.OracleModel}
+		for _, node := range rt.nodes {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			res, err := predict.Evaluate(node, models, ec)
+			if err != nil {
+				return err
+			}
+			for i := range totals {
+				totals[i].Model = res.Scores[i].Model
+				totals[i].Add(res.Scores[i])
+			}
+			oracle.Add(res.Oracle)
+			logger.V(4).Info("Evaluated node", "resource", rt.resource, "node", node.Name, "intervals", res.Oracle.Intervals)
+		}
+		for _, s := range append([]predict.Score{oracle}, totals...) {
+			report.Results = append(report.Results, predictResult{
+				Resource: rt.resource, Model: s.Model, Nodes: len(rt.nodes), Intervals: s.Intervals,
+				Violations: s.Violations, ViolationRate: s.ViolationRate(), Savings: s.Savings(),
+			})
+		}
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	return writePredictTable(out, report)
+}
+
+func writePredictTable(out io.Writer, r predictReport) error {
+	c := r.Config
+	fmt.Fprintf(out, "trace %s (%s)\nstep %s, horizon %s, warm-up %s, half-life %s, cold start %s, safety margin %g%%, bucket ratio %g\n\n",
+		r.Trace, r.Path, c.Step, c.Horizon, c.Warmup, c.HalfLife, c.ColdStart, c.SafetyMarginPercent, c.BucketRatio)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "RESOURCE\tMODEL\tNODES\tINTERVALS\tVIOLATIONS\tVIOLATION RATE\tSAVINGS\t")
+	for _, x := range r.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.3f%%\t%.1f%%\t\n",
+			x.Resource, x.Model, x.Nodes, x.Intervals, x.Violations, 100*x.ViolationRate, 100*x.Savings)
+	}
+	return tw.Flush()
+}
+
+// tracePath returns --path, or the shared sample of the trace.
+func (o predictOptions) tracePath() (string, error) {
+	if o.path != "" {
+		return o.path, nil
+	}
+	folder := trace.AlibabaV2018Folder
+	if o.trace == traceBitbrains {
+		folder = trace.BitbrainsFolder
+	}
+	starts := []string{"."}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	var errs []error
+	for _, s := range starts {
+		dir, err := trace.FindShared(s, folder)
+		if err == nil {
+			return dir, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", fmt.Errorf("no --path given and %w", errors.Join(errs...))
+}
+
+func (o predictOptions) load(path string) ([]resourceTrace, error) {
+	var (
+		traces []resourceTrace
+		err    error
+	)
+	switch o.trace {
+	case traceAlibabaV2018:
+		traces, err = loadAlibaba(path)
+	case traceBitbrains:
+		traces, err = loadBitbrains(path, o.vmsPerNode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var keep []resourceTrace
+	for _, rt := range traces {
+		for _, r := range o.resources {
+			if rt.resource == r {
+				keep = append(keep, rt)
+			}
+		}
+	}
+	return keep, nil
+}
+
+// loadAlibaba turns each machine into a node whose usage is in percent of
+// the machine; the machine is also its only pod (request = limit = 100),
+// so that per-pod models and Borg-default have something to work on.
+func loadAlibaba(path string) ([]resourceTrace, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, trace.MachineUsageFile)
+	}
+	machines, err := trace.LoadMachineSeries(path)
+	if err != nil {
+		return nil, err
+	}
+	percent := predict.HistogramConfig{FirstBucketSize: 0.01, MaxValue: 1000}
+	cpu := resourceTrace{resource: "cpu", layout: percent}
+	mem := resourceTrace{resource: "memory", layout: percent}
+	for _, m := range machines {
+		for _, x := range []struct {
+			rt *resourceTrace
+			s  trace.Series
+		}{{&cpu, m.CPUPercent}, {&mem, m.MemPercent}} {
+			if x.s.Len() == 0 {
+				continue
+			}
+			s := predict.Series(x.s)
+			x.rt.nodes = append(x.rt.nodes, predict.NodeTrace{
+				Name: m.MachineID, Capacity: 100, Usage: s,
+				Pods: []predict.PodTrace{{Name: m.MachineID, Request: 100, Limit: 100, Usage: s}},
+			})
+		}
+	}
+	return []resourceTrace{cpu, mem}, nil
+}
+
+// loadBitbrains groups VMs, in file order, into nodes of vmsPerNode: each
+// VM is a pod whose request and limit are its provisioned capacity, on the
+// 5-minute grid (a single missing sample holds the previous value), and
+// the node's usage is the sum of its VMs'.
+func loadBitbrains(dir string, vmsPerNode int) ([]resourceTrace, error) {
+	vms, err := trace.LoadVMDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	cpu := resourceTrace{resource: "cpu", layout: predict.HistogramConfig{FirstBucketSize: 1, MaxValue: 1e7}}
+	mem := resourceTrace{resource: "memory", layout: predict.HistogramConfig{FirstBucketSize: 1024, MaxValue: 1e10}}
+	for first := 0; first < len(vms); first += vmsPerNode {
+		group := vms[first:min(first+vmsPerNode, len(vms))]
+		name := "vm" + group[0].ID + "-" + group[len(group)-1].ID
+		for _, x := range []struct {
+			rt     *resourceTrace
+			series func(trace.VMSeries) (trace.Series, float64)
+		}{
+			{&cpu, func(v trace.VMSeries) (trace.Series, float64) { return v.CPUUsageMHz, v.CPUCapacityMHz }},
+			{&mem, func(v trace.VMSeries) (trace.Series, float64) { return v.MemUsageKB, v.MemCapacityKB }},
+		} {
+			node := predict.NodeTrace{Name: name}
+			var parts []trace.Series
+			for _, vm := range group {
+				s, capacity := x.series(vm)
+				if s.Len() == 0 {
+					continue
+				}
+				grid, err := trace.Resample(s, bitbrainsStep, 1)
+				if err != nil {
+					return nil, fmt.Errorf("VM %s: %w", vm.ID, err)
+				}
+				parts = append(parts, grid)
+				node.Capacity += capacity
+				node.Pods = append(node.Pods, predict.PodTrace{Name: vm.ID, Request: capacity, Limit: capacity, Usage: predict.Series(grid)})
+			}
+			node.Usage = predict.Series(trace.Sum(parts...))
+			x.rt.nodes = append(x.rt.nodes, node)
+		}
+	}
+	return []resourceTrace{cpu, mem}, nil
+}
+
+func modelNames(models []v1alpha1.PredictModel) []string {
+	out := make([]string, len(models))
+	for i, m := range models {
+		out[i] = string(m)
+	}
+	return out
+}
