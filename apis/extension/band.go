@@ -82,9 +82,12 @@ func BandOf(pod *corev1.Pod) Band {
 // BandOfExplained returns the pod's band, decided by, in order:
 //
 //  1. the waterline.dev/band label, when it names a band;
-//  2. the tier resources the pod requests (mid-* → Mid, batch-* → Batch);
-//  3. the band whose priority range holds spec.priority;
+//  2. the band whose priority range holds spec.priority;
+//  3. the tier resources the pod requests (mid-* → Mid, batch-* → Batch);
 //  4. otherwise Prod.
+//
+// Priority comes before tier resources: a pod at Prod priority that asks
+// for batch-cpu is still a Prod pod (and QoSProtection protects it).
 //
 // Prod is the default because it is the safe one: nothing that was not put in
 // a lower band on purpose is ever throttled, evicted or over-committed.
@@ -99,13 +102,13 @@ func BandOfExplained(pod *corev1.Pod) (Band, error) {
 		}
 		labelErr = fmt.Errorf("ignoring label %s of pod %s/%s: %w", LabelBand, pod.Namespace, pod.Name, err)
 	}
-	if b, ok := bandFromTierResources(pod); ok {
-		return b, labelErr
-	}
 	if pod.Spec.Priority != nil {
 		if b, ok := BandForPriority(*pod.Spec.Priority); ok {
 			return b, labelErr
 		}
+	}
+	if b, ok := bandFromTierResources(pod); ok {
+		return b, labelErr
 	}
 	return BandProd, labelErr
 }

@@ -17,12 +17,14 @@ const (
 	ProtectedStaticOrMirror ProtectionReason = "static or mirror pod"
 	ProtectedSystemCritical ProtectionReason = "system-critical pod"
 	ProtectedTerminating    ProtectionReason = "already terminating"
+	ProtectedPriority       ProtectionReason = "priority in the mid or prod range"
 )
 
 // QoSProtection returns why node QoS must never throttle or evict the pod,
-// or NotProtected. The rules are absolute: Prod and Mid pods, DaemonSet
-// pods, static and mirror pods and system-critical pods are never
-// candidates, whatever their band label says.
+// or NotProtected. The rules are absolute: Prod and Mid pods, pods whose
+// priority lies in the Mid range or above, DaemonSet pods, static and
+// mirror pods and system-critical pods are never candidates, whatever their
+// band label says.
 func QoSProtection(pod *corev1.Pod) ProtectionReason {
 	switch {
 	case IsSystemCritical(pod):
@@ -35,6 +37,10 @@ func QoSProtection(pod *corev1.Pod) ProtectionReason {
 		return ProtectedTerminating
 	case !BandOf(pod).IsLowPriority():
 		return ProtectedBand
+	case pod.Spec.Priority != nil && *pod.Spec.Priority >= lowestProtectedPriority():
+		// A label put a Mid- or Prod-priority pod in a low band: its priority
+		// still protects it.
+		return ProtectedPriority
 	}
 	return NotProtected
 }
@@ -69,4 +75,16 @@ func IsSystemCritical(pod *corev1.Pod) bool {
 		return true
 	}
 	return false
+}
+
+// lowestProtectedPriority is the bottom of the Mid range: a pod at or above
+// it is never acted on, even when a label puts it in a lower band.
+func lowestProtectedPriority() int32 {
+	lowest := int32(SystemCriticalPriority)
+	for _, r := range DefaultBandRanges {
+		if !r.Band.IsLowPriority() && r.Min < lowest {
+			lowest = r.Min
+		}
+	}
+	return lowest
 }

@@ -129,6 +129,7 @@ type CPUEvictionPolicy struct {
 // WaterlineRule is a generic waterline (seed 000): when the metric is above
 // the threshold for avoidanceCount samples in a row, act; when it is below
 // for restoreCount samples, undo (throttle only).
+// +kubebuilder:validation:XValidation:rule="!(self.metric.startsWith('memory') && self.action == 'Throttle')",message="memory cannot be throttled: use Evict or ForbidScheduling",fieldPath=".action"
 type WaterlineRule struct {
 	// Name identifies the rule in events and logs.
 	// +kubebuilder:validation:MinLength=1

@@ -1,0 +1,135 @@
+package qos
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// hysteresisLines: forbid at 6000m, throttle at 7000m restoring at 5000m,
+// evict at 9000m; avoidance 2, restore 3 (the NodeQOS defaults).
+func hysteresisLines() *Waterlines {
+	w := NewWaterlines(node10)
+	for _, l := range []Line{
+		{Action: ActionForbidScheduling, Metric: MetricCPU, Value: 6000, AvoidanceCount: 2, RestoreCount: 3},
+		{Action: ActionThrottleDown, Metric: MetricCPU, Value: 7000, AvoidanceCount: 2, RestoreCount: 3},
+		{Action: ActionThrottleUp, Metric: MetricCPU, Value: 5000, AvoidanceCount: 2, RestoreCount: 3},
+		{Action: ActionEvict, Metric: MetricCPU, Value: 9000, AvoidanceCount: 2, RestoreCount: 3},
+	} {
+		w.Add(l)
+	}
+	return w
+}
+
+func TestAdvance(t *testing.T) {
+	const missing = -1
+	tests := []struct {
+		name string
+		// samples of node CPU usage in millicores, missing = no sample.
+		samples []int64
+		// want: after each sample, whether ForbidScheduling, ThrottleDown
+		// and Evict are on ("FTE", '-' for off).
+		want []string
+	}{
+		{
+			name:    "one noisy sample over every line triggers nothing",
+			samples: []int64{9500, 4000, 9500, 4000},
+			want:    []string{"---", "---", "---", "---"},
+		},
+		{
+			name:    "two consecutive samples over trigger",
+			samples: []int64{9500, 9500},
+			want:    []string{"---", "FTE"},
+		},
+		{
+			name: "one noisy sample under does not release; three do",
+			// Evict is off at the first sample under its line: an eviction
+			// has nothing to release.
+			samples: []int64{9500, 9500, 4000, 9500, 4000, 4000, 4000},
+			want:    []string{"---", "FTE", "FT-", "FT-", "FT-", "FT-", "---"},
+		},
+		{
+			name: "throttle releases only under the restore line, forbid under its own",
+			// 5500m is under the forbid line (6000m) but over the restore
+			// line (5000m): forbid releases after 3, throttle holds.
+			samples: []int64{7500, 7500, 5500, 5500, 5500, 5500, 4900, 4900, 4900},
+			want:    []string{"---", "FT-", "FT-", "FT-", "-T-", "-T-", "-T-", "-T-", "---"},
+		},
+		{
+			name: "a missing sample neither counts nor resets",
+			// over, missing, over: the two overs are consecutive samples.
+			samples: []int64{9500, missing, 9500, 4000, missing, 4000, 4000},
+			want:    []string{"---", "---", "FTE", "FT-", "FT-", "FT-", "---"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := hysteresisLines()
+			var h Hysteresis
+			var got []string
+			for _, s := range tt.samples {
+				u := NodeUsage{}
+				if s != missing {
+					u[MetricCPU] = s
+				}
+				h = w.Advance(h, u)
+				on := []byte("---")
+				for i, a := range []Action{ActionForbidScheduling, ActionThrottleDown, ActionEvict} {
+					if h.Active(a, MetricCPU) {
+						on[i] = "FTE"[i]
+					}
+				}
+				got = append(got, string(on))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("actions after each sample (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAdvanceDoesNotChangeItsInput(t *testing.T) {
+	w := hysteresisLines()
+	h := w.Advance(Hysteresis{}, NodeUsage{MetricCPU: 9500})
+	before := Hysteresis{Counters: append([]Counter(nil), h.Counters...)}
+	_ = w.Advance(h, NodeUsage{MetricCPU: 9500})
+	if diff := cmp.Diff(before, h); diff != "" {
+		t.Errorf("Advance changed its input (-before +after):\n%s", diff)
+	}
+}
+
+func TestHysteresisSerialises(t *testing.T) {
+	w := hysteresisLines()
+	var h Hysteresis
+	for _, s := range []int64{9500, 9500, 4000} {
+		h = w.Advance(h, NodeUsage{MetricCPU: s})
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatalf("Marshal: %v", err)
+	}
+	var back Hysteresis
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("Unmarshal: %v", err)
+	}
+	if diff := cmp.Diff(h, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	// The state restored from JSON and the state kept in memory go on the
+	// same way.
+	if diff := cmp.Diff(w.Advance(h, NodeUsage{MetricCPU: 4000}), w.Advance(back, NodeUsage{MetricCPU: 4000})); diff != "" {
+		t.Errorf("restored state diverges (-memory +restored):\n%s", diff)
+	}
+}
+
+func TestAdvanceDropsCountersOfRemovedLines(t *testing.T) {
+	w := hysteresisLines()
+	h := w.Advance(Hysteresis{}, NodeUsage{MetricCPU: 9500})
+	h = w.Advance(h, NodeUsage{MetricCPU: 9500})
+	// The NodeQOS went away: no lines, no state, nothing on.
+	h = NewWaterlines(node10).Advance(h, NodeUsage{MetricCPU: 9500})
+	if len(h.Counters) != 0 {
+		t.Errorf("counters of removed lines kept: %+v", h.Counters)
+	}
+}

@@ -1,0 +1,138 @@
+package qos
+
+import (
+	"fmt"
+	"strings"
+)
+
+// BECPU is the CPU picture of a node's Batch/Free ("BE") pods at one
+// instant, in millicores.
+type BECPU struct {
+	// UsageMilli is their total CPU usage.
+	UsageMilli int64
+	// RequestMilli is their total CPU request (tier requests included).
+	RequestMilli int64
+	// AllowanceMilli is the CPU they may use: the smaller of what their
+	// quotas and limits allow (a pod with neither may use the whole node)
+	// and what the other pods leave of the node's capacity.
+	AllowanceMilli int64
+}
+
+// SampleBECPU measures BECPU from the candidates the planner may act on.
+// The shell calls it on every sample with the same candidates it passes to
+// Plan and averages the results into CPUWindow, so that the window and the
+// present are measured the same way.
+func SampleBECPU(nodeCPUMilli, nodeUsageMilli int64, candidates []Candidate) BECPU {
+	var b BECPU
+	var caps int64
+	for i := range candidates {
+		c := &candidates[i]
+		if !eligible(c) {
+			continue
+		}
+		b.UsageMilli += c.CPUUsageMilli
+		b.RequestMilli += c.CPURequestMilli
+		switch {
+		case c.CPUQuotaMilli != NoQuota:
+			caps += c.CPUQuotaMilli
+		case c.CPULimitMilli > 0:
+			caps += c.CPULimitMilli
+		default:
+			caps += nodeCPUMilli
+		}
+		caps = min(caps, nodeCPUMilli)
+	}
+	others := max(0, nodeUsageMilli-b.UsageMilli)
+	b.AllowanceMilli = max(0, min(caps, nodeCPUMilli-others))
+	return b
+}
+
+// CPUWindow is what the shell averaged over the CPU eviction window
+// (CPUEvictionParams.WindowSeconds). It passes nil until it holds a full
+// window, and the planner does not evict for CPU without one.
+type CPUWindow struct {
+	// NodeCPUMilli is the node's average CPU usage, in millicores.
+	NodeCPUMilli int64
+	// BE averages SampleBECPU over the window, field by field; satisfaction
+	// over the window is then the ratio of the averages, which weighs each
+	// sample by its request and stays defined when a sample had no BE pods.
+	BE BECPU
+}
+
+// SatisfactionCheck is seed 002's CPU eviction rule, evaluated: every
+// condition must hold for CPU eviction.
+type SatisfactionCheck struct {
+	// WindowOverLine: the window's average node CPU is over the evict line.
+	WindowOverLine bool
+	// WindowStarved: over the window, BE usage ÷ BE request is below
+	// SatisfactionLowerPercent.
+	WindowStarved bool
+	// WindowBusy: over the window, BE usage is at least
+	// BEUsageThresholdPercent of the BE allowance.
+	WindowBusy bool
+	// NowStarved and NowBusy are the same two conditions at present.
+	NowStarved bool
+	NowBusy    bool
+	// NeededRequestMilli is the CPU request eviction must remove so that the
+	// remaining BE pods, sharing the CPU BE pods use now, are satisfied at
+	// least SatisfactionUpperPercent: with R the BE request and C the BE
+	// usage, the remaining request R' must satisfy C ÷ R' ≥ upper, so
+	// R' ≤ ⌊C × 100 ÷ upper⌋ and the request to remove is R − R'.
+	NeededRequestMilli int64
+}
+
+// Evict reports whether every condition holds.
+func (s SatisfactionCheck) Evict() bool {
+	return s.WindowOverLine && s.WindowStarved && s.WindowBusy && s.NowStarved && s.NowBusy
+}
+
+// String lists the conditions that failed, or the amount when none did.
+func (s SatisfactionCheck) String() string {
+	var failed []string
+	for _, c := range []struct {
+		ok   bool
+		what string
+	}{
+		{s.WindowOverLine, "window CPU average not over the evict line"},
+		{s.WindowStarved, "window BE satisfaction not under the lower bound"},
+		{s.WindowBusy, "window BE usage not near its allowance"},
+		{s.NowStarved, "current BE satisfaction not under the lower bound"},
+		{s.NowBusy, "current BE usage not near its allowance"},
+	} {
+		if !c.ok {
+			failed = append(failed, c.what)
+		}
+	}
+	if len(failed) > 0 {
+		return strings.Join(failed, "; ")
+	}
+	return fmt.Sprintf("BE pods starved; %dm of request to remove", s.NeededRequestMilli)
+}
+
+// CheckSatisfaction evaluates the rule for an evict line of lineMilli.
+func CheckSatisfaction(p CPUEvictionParams, lineMilli int64, window CPUWindow, now BECPU) SatisfactionCheck {
+	s := SatisfactionCheck{
+		WindowOverLine: window.NodeCPUMilli > lineMilli,
+		WindowStarved:  starved(window.BE, p.SatisfactionLowerPercent),
+		WindowBusy:     busy(window.BE, p.BEUsageThresholdPercent),
+		NowStarved:     starved(now, p.SatisfactionLowerPercent),
+		NowBusy:        busy(now, p.BEUsageThresholdPercent),
+	}
+	if p.SatisfactionUpperPercent > 0 {
+		keep := now.UsageMilli * 100 / int64(p.SatisfactionUpperPercent)
+		s.NeededRequestMilli = max(0, now.RequestMilli-keep)
+	}
+	return s
+}
+
+// starved: usage ÷ request < lower%, in integers. Without a request
+// satisfaction is undefined and nobody is starved.
+func starved(b BECPU, lowerPercent int32) bool {
+	return b.RequestMilli > 0 && b.UsageMilli*100 < int64(lowerPercent)*b.RequestMilli
+}
+
+// busy: usage ≥ threshold% of the allowance. An allowance of 0 is reached
+// by any usage: BE pods the node leaves nothing to are as starved as can be.
+func busy(b BECPU, thresholdPercent int32) bool {
+	return b.UsageMilli*100 >= int64(thresholdPercent)*b.AllowanceMilli
+}

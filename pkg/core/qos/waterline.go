@@ -1,0 +1,581 @@
+package qos
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+)
+
+// Action is what the planner does about a waterline.
+type Action string
+
+// Actions, in the order the planner considers them.
+const (
+	// ActionForbidScheduling keeps new Batch/Free pods off the node while
+	// usage is over the line.
+	ActionForbidScheduling Action = "ForbidScheduling"
+	// ActionThrottleDown lowers the CPU quota of Batch/Free pods while usage
+	// is over the line.
+	ActionThrottleDown Action = "ThrottleDown"
+	// ActionThrottleUp gives throttled CPU back while usage is under the
+	// line (the restore line).
+	ActionThrottleUp Action = "ThrottleUp"
+	// ActionEvict evicts Batch/Free pods while usage is over the line.
+	ActionEvict Action = "Evict"
+)
+
+func actionRank(a Action) int {
+	switch a {
+	case ActionForbidScheduling:
+		return 0
+	case ActionThrottleDown:
+		return 1
+	case ActionThrottleUp:
+		return 2
+	case ActionEvict:
+		return 3
+	}
+	return 4
+}
+
+// Capacity is the node's capacity, which percent waterlines are relative to.
+type Capacity struct {
+	// CPUMilli is the node's CPU, in millicores.
+	CPUMilli int64
+	// MemoryBytes is the node's memory, in bytes.
+	MemoryBytes int64
+}
+
+// Line is one waterline, in absolute units of its metric.
+type Line struct {
+	Action Action
+	Metric MetricName
+	// Value is the waterline: millicores for cpu_usage, bytes for
+	// memory_usage, the metric's own unit for others. Usage above it is
+	// over the line; usage at or below it is under.
+	Value int64
+	// AvoidanceCount is how many consecutive samples over the line trigger
+	// the action (1 to 100).
+	AvoidanceCount int32
+	// RestoreCount is how many consecutive samples under the line release
+	// it (1 to 100). Eviction, which cannot be undone, re-arms at the first
+	// sample under its line and ignores it.
+	RestoreCount int32
+	// Source says where the line came from, for reasons.
+	Source string
+}
+
+// ThrottleParams tune throttling and restoring (NodeQOS spec.throttle).
+type ThrottleParams struct {
+	// StepPercent is one restore step, in percent (1-100) of the pod's CPU
+	// limit, or of the node's CPU for a pod without one. Default 10.
+	StepPercent int32
+	// MinCPUPercent is the throttle floor, in percent (1-100) of the pod's
+	// CPU request, or of one core for a pod without one. Default 10.
+	MinCPUPercent int32
+}
+
+// CPUEvictionParams tune seed 002's satisfaction-based CPU eviction
+// (NodeQOS spec.cpuEviction).
+type CPUEvictionParams struct {
+	// WindowSeconds is the window the shell averages over (CPUWindow), in
+	// seconds (1-3600). Default 300.
+	WindowSeconds int64
+	// SatisfactionLowerPercent: Batch/Free pods whose CPU usage ÷ CPU
+	// request is below it, in percent (0-100), are starved. Default 60.
+	SatisfactionLowerPercent int32
+	// SatisfactionUpperPercent: eviction stops once the remaining pods would
+	// be satisfied this much, in percent (0-1000, not below the lower
+	// bound). Default 80.
+	SatisfactionUpperPercent int32
+	// BEUsageThresholdPercent: Batch/Free pods count as starved only while
+	// they use at least this share, in percent (0-100), of the CPU they may
+	// use. Default 90.
+	BEUsageThresholdPercent int32
+}
+
+// Waterlines are the waterlines of one node, per action and metric, in
+// absolute units, and the tuning that goes with them. Build them with
+// BuildWaterlines from NodeQOS objects, or NewWaterlines and Add.
+type Waterlines struct {
+	// Capacity is the node capacity percent lines were converted with.
+	Capacity Capacity
+	// Lines holds at most one line per action and metric, ordered by action
+	// then metric.
+	Lines []Line
+	// Throttle tunes throttling.
+	Throttle ThrottleParams
+	// CPUEviction tunes CPU eviction.
+	CPUEviction CPUEvictionParams
+}
+
+// NewWaterlines returns waterlines without lines and default tuning.
+func NewWaterlines(capacity Capacity) *Waterlines {
+	return &Waterlines{
+		Capacity: capacity,
+		Throttle: ThrottleParams{
+			StepPercent:   v1alpha1.DefaultThrottleStepPercent,
+			MinCPUPercent: v1alpha1.DefaultThrottleMinCPUPercent,
+		},
+		CPUEviction: CPUEvictionParams{
+			WindowSeconds:            v1alpha1.DefaultCPUEvictWindowSeconds,
+			SatisfactionLowerPercent: v1alpha1.DefaultSatisfactionLowerPercent,
+			SatisfactionUpperPercent: v1alpha1.DefaultSatisfactionUpperPercent,
+			BEUsageThresholdPercent:  v1alpha1.DefaultBEUsageThresholdPercent,
+		},
+	}
+}
+
+// Add merges l in: the lowest line of an action and metric wins; on a tie
+// the line already there stays. It reports whether l is now the line.
+func (w *Waterlines) Add(l Line) bool {
+	i, found := slices.BinarySearchFunc(w.Lines, l, compareLineKeys)
+	if !found {
+		w.Lines = slices.Insert(w.Lines, i, l)
+		return true
+	}
+	if l.Value < w.Lines[i].Value {
+		w.Lines[i] = l
+		return true
+	}
+	return false
+}
+
+// Line returns the line of action a and metric m.
+func (w *Waterlines) Line(a Action, m MetricName) (Line, bool) {
+	i, found := slices.BinarySearchFunc(w.Lines, Line{Action: a, Metric: m}, compareLineKeys)
+	if !found {
+		return Line{}, false
+	}
+	return w.Lines[i], true
+}
+
+func compareLineKeys(a, b Line) int {
+	if c := cmp.Compare(actionRank(a.Action), actionRank(b.Action)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Metric, b.Metric)
+}
+
+// Validate returns every reason the waterlines cannot be planned with reg.
+func (w *Waterlines) Validate(reg *Registry) field.ErrorList {
+	var errs field.ErrorList
+	path := field.NewPath("waterlines")
+	if w.Capacity.CPUMilli < 0 {
+		errs = append(errs, field.Invalid(path.Child("capacity", "cpuMilli"), w.Capacity.CPUMilli, "must not be negative"))
+	}
+	if w.Capacity.MemoryBytes < 0 {
+		errs = append(errs, field.Invalid(path.Child("capacity", "memoryBytes"), w.Capacity.MemoryBytes, "must not be negative"))
+	}
+	for i, l := range w.Lines {
+		p := path.Child("lines").Index(i)
+		if actionRank(l.Action) > 3 {
+			errs = append(errs, field.NotSupported(p.Child("action"), l.Action,
+				[]Action{ActionForbidScheduling, ActionThrottleDown, ActionThrottleUp, ActionEvict}))
+		}
+		if _, ok := reg.Get(l.Metric); !ok {
+			errs = append(errs, field.NotFound(p.Child("metric"), l.Metric))
+		}
+		if l.Value < 0 {
+			errs = append(errs, field.Invalid(p.Child("value"), l.Value, "must not be negative"))
+		}
+		errs = append(errs, validateCount(p.Child("avoidanceCount"), l.AvoidanceCount)...)
+		errs = append(errs, validateCount(p.Child("restoreCount"), l.RestoreCount)...)
+		if l.Action == ActionThrottleDown {
+			if up, ok := w.Line(ActionThrottleUp, l.Metric); ok && up.Value > l.Value {
+				errs = append(errs, field.Invalid(p.Child("value"), l.Value,
+					fmt.Sprintf("the restore line %d of %s must not be above the throttle line", up.Value, l.Metric)))
+			}
+		}
+	}
+	errs = append(errs, validateThrottle(path.Child("throttle"), w.Throttle.StepPercent, w.Throttle.MinCPUPercent)...)
+	e := w.CPUEviction
+	errs = append(errs, validateCPUEviction(path.Child("cpuEviction"), e.WindowSeconds,
+		e.SatisfactionLowerPercent, e.SatisfactionUpperPercent, e.BEUsageThresholdPercent)...)
+	return errs
+}
+
+// SelectNodeQOS returns the NodeQOS objects whose nodeSelector selects a
+// node with the given labels (an empty selector selects every node), and an
+// error for each selector that cannot be parsed.
+func SelectNodeQOS(all []v1alpha1.NodeQOS, nodeLabels map[string]string) ([]*v1alpha1.NodeQOS, field.ErrorList) {
+	var out []*v1alpha1.NodeQOS
+	var errs field.ErrorList
+	set := labels.Set(nodeLabels)
+	for i := range all {
+		nq := &all[i]
+		if nq.Spec.NodeSelector == nil {
+			out = append(out, nq)
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(nq.Spec.NodeSelector)
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("nodeQOS").Key(nq.Name).Child("spec", "nodeSelector"),
+				nq.Spec.NodeSelector, err.Error()))
+			continue
+		}
+		if sel.Matches(set) {
+			out = append(out, nq)
+		}
+	}
+	return out, errs
+}
+
+// BuildWaterlines turns the NodeQOS objects that select a node into its
+// waterlines, in absolute units: percent lines and *_utilization rules are
+// converted with capacity, cpu_usage thresholds (cores) to millicores.
+//
+// For each action and metric the lowest line wins (ties go to the NodeQOS
+// whose name sorts first). Throttle tuning comes from the NodeQOS owning the
+// winning cpu_usage throttle line (or, without one, the first with any
+// throttle line); CPU eviction tuning from the NodeQOS owning the winning
+// cpu_usage evict line.
+//
+// A NodeQOS with any invalid field is left out whole -- a half-applied
+// policy would surprise more than a missing one -- and every error is
+// returned, naming the field and the value. The waterlines of the valid
+// NodeQOS are returned either way, so one bad object does not disarm the
+// others.
+func BuildWaterlines(nqs []*v1alpha1.NodeQOS, capacity Capacity) (*Waterlines, field.ErrorList) {
+	sorted := slices.Clone(nqs)
+	sorted = slices.DeleteFunc(sorted, func(nq *v1alpha1.NodeQOS) bool { return nq == nil })
+	slices.SortStableFunc(sorted, func(a, b *v1alpha1.NodeQOS) int { return cmp.Compare(a.Name, b.Name) })
+
+	w := NewWaterlines(capacity)
+	var errs field.ErrorList
+	// throttleSet: some NodeQOS with a throttle line gave the tuning; a
+	// later one overrides it only by winning the cpu_usage throttle line.
+	throttleSet := false
+	for _, nq := range sorted {
+		spec := v1alpha1.NodeQOSSpecWithDefaults(&nq.Spec)
+		path := field.NewPath("nodeQOS").Key(nq.Name).Child("spec")
+		lines, lineErrs := linesOf(&nq.Spec, spec, capacity, path)
+		if len(lineErrs) > 0 {
+			errs = append(errs, lineErrs...)
+			continue
+		}
+		for _, l := range lines {
+			won := w.Add(l)
+			switch {
+			case l.Action == ActionThrottleDown && (l.Metric == MetricCPU && won || !throttleSet):
+				w.Throttle = ThrottleParams{StepPercent: *spec.Throttle.StepPercent, MinCPUPercent: *spec.Throttle.MinCPUPercent}
+				throttleSet = true
+			case l.Action == ActionEvict && l.Metric == MetricCPU && won:
+				e := spec.CPUEviction
+				w.CPUEviction = CPUEvictionParams{
+					WindowSeconds:            *e.WindowSeconds,
+					SatisfactionLowerPercent: *e.SatisfactionLowerPercent,
+					SatisfactionUpperPercent: *e.SatisfactionUpperPercent,
+					BEUsageThresholdPercent:  *e.BEUsageThresholdPercent,
+				}
+			}
+		}
+	}
+	return w, errs
+}
+
+// linesOf converts one defaulted NodeQOS spec into lines, or returns every
+// error in it. orig is the spec as written, so that a rule count inherited
+// from an invalid spec-level count is reported once, at the spec level.
+func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Path) ([]Line, field.ErrorList) {
+	var errs field.ErrorList
+	avoid, restore := *spec.AvoidanceCount, *spec.RestoreCount
+	errs = append(errs, validateCount(path.Child("avoidanceCount"), avoid)...)
+	errs = append(errs, validateCount(path.Child("restoreCount"), restore)...)
+	errs = append(errs, validateThrottle(path.Child("throttle"), *spec.Throttle.StepPercent, *spec.Throttle.MinCPUPercent)...)
+	e := spec.CPUEviction
+	errs = append(errs, validateCPUEviction(path.Child("cpuEviction"), *e.WindowSeconds,
+		*e.SatisfactionLowerPercent, *e.SatisfactionUpperPercent, *e.BEUsageThresholdPercent)...)
+	if spec.Eviction.MaxPerMinute != nil && *spec.Eviction.MaxPerMinute < 1 {
+		errs = append(errs, field.Invalid(path.Child("eviction", "maxPerMinute"), *spec.Eviction.MaxPerMinute, "must be at least 1"))
+	}
+	if g := spec.Eviction.GracePeriodSeconds; g != nil && *g < 0 {
+		errs = append(errs, field.Invalid(path.Child("eviction", "gracePeriodSeconds"), *g, "must not be negative"))
+	}
+
+	var lines []Line
+	// The path names the NodeQOS: nodeQOS[name].spec.cpu.throttlePercent=70.
+	source := func(f string, v any) string { return fmt.Sprintf("%s=%v", f, v) }
+	// percentLine converts a first-class percent waterline; it is the only
+	// way lines of spec.cpu and spec.memory are made.
+	percentLine := func(a Action, m MetricName, p *field.Path, pct *int32, capacityOf int64, capField string, avoid, restore int32) (Line, bool) {
+		if pct == nil {
+			return Line{}, false
+		}
+		ok := true
+		if *pct < 0 || *pct > 100 {
+			errs = append(errs, field.Invalid(p, *pct, "must be between 0 and 100"))
+			ok = false
+		}
+		if capacityOf <= 0 {
+			errs = append(errs, field.Invalid(p, *pct,
+				fmt.Sprintf("a percent waterline needs the node's %s capacity, which is %d", capField, capacityOf)))
+			ok = false
+		}
+		if !ok {
+			return Line{}, false
+		}
+		l := Line{
+			Action: a, Metric: m, Value: percentOf(capacityOf, int64(*pct)*1000),
+			AvoidanceCount: avoid, RestoreCount: restore, Source: source(p.String(), *pct),
+		}
+		lines = append(lines, l)
+		return l, true
+	}
+
+	if c := spec.CPU; c != nil {
+		p := path.Child("cpu")
+		percentLine(ActionForbidScheduling, MetricCPU, p.Child("forbidSchedulingPercent"), c.ForbidSchedulingPercent, capacity.CPUMilli, "cpu", avoid, restore)
+		throttle, ok := percentLine(ActionThrottleDown, MetricCPU, p.Child("throttlePercent"), c.ThrottlePercent, capacity.CPUMilli, "cpu", avoid, restore)
+		if c.RestorePercent != nil {
+			percentLine(ActionThrottleUp, MetricCPU, p.Child("restorePercent"), c.RestorePercent, capacity.CPUMilli, "cpu", avoid, restore)
+		} else if ok {
+			// The restore line defaults to the throttle line itself: a
+			// throttle line without a restore line is still a throttle line
+			// (a peer drops the throttle gap in that case and never
+			// throttles precisely).
+			up := throttle
+			up.Action = ActionThrottleUp
+			lines = append(lines, up)
+		}
+		// The window of spec.cpuEviction is the CPU evict line's debounce, so
+		// the line itself needs one sample.
+		percentLine(ActionEvict, MetricCPU, p.Child("evictPercent"), c.EvictPercent, capacity.CPUMilli, "cpu", 1, 1)
+		errs = append(errs, validateOrder(p, c)...)
+	}
+	if m := spec.Memory; m != nil {
+		p := path.Child("memory")
+		percentLine(ActionForbidScheduling, MetricMemory, p.Child("forbidSchedulingPercent"), m.ForbidSchedulingPercent, capacity.MemoryBytes, "memory", avoid, restore)
+		// Memory is evicted at once (seed 002: a late memory eviction is an
+		// OOM kill of whatever the kernel picks, Prod included).
+		percentLine(ActionEvict, MetricMemory, p.Child("evictPercent"), m.EvictPercent, capacity.MemoryBytes, "memory", 1, 1)
+		if m.EvictPercent != nil && m.ForbidSchedulingPercent != nil && *m.EvictPercent <= *m.ForbidSchedulingPercent {
+			errs = append(errs, field.Invalid(p.Child("evictPercent"), *m.EvictPercent, "must be greater than forbidSchedulingPercent"))
+		}
+	}
+
+	seen := map[string]bool{}
+	for i := range spec.Rules {
+		r := &spec.Rules[i]
+		p := path.Child("rules").Index(i)
+		if r.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "a rule needs a name"))
+		} else if seen[r.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), r.Name))
+		}
+		seen[r.Name] = true
+		if orig.Rules[i].AvoidanceCount != nil {
+			errs = append(errs, validateCount(p.Child("avoidanceCount"), *r.AvoidanceCount)...)
+		}
+		if orig.Rules[i].RestoreCount != nil {
+			errs = append(errs, validateCount(p.Child("restoreCount"), *r.RestoreCount)...)
+		}
+		metric, value, err := ruleValue(r, capacity)
+		if err != nil {
+			errs = append(errs, field.Invalid(p.Child("threshold"), r.Threshold.String(), err.Error()))
+		}
+		if metric == "" {
+			errs = append(errs, field.NotSupported(p.Child("metric"), r.Metric, []v1alpha1.QOSMetric{
+				v1alpha1.MetricCPUUsage, v1alpha1.MetricCPUUtilization, v1alpha1.MetricMemoryUsage, v1alpha1.MetricMemoryUtilization}))
+		}
+		var actions []Action
+		switch r.Action {
+		case v1alpha1.ActionForbidScheduling:
+			actions = []Action{ActionForbidScheduling}
+		case v1alpha1.ActionThrottle:
+			// A rule's restore line is its threshold.
+			actions = []Action{ActionThrottleDown, ActionThrottleUp}
+		case v1alpha1.ActionEvict:
+			actions = []Action{ActionEvict}
+		default:
+			errs = append(errs, field.NotSupported(p.Child("action"), r.Action, []v1alpha1.QOSAction{
+				v1alpha1.ActionForbidScheduling, v1alpha1.ActionThrottle, v1alpha1.ActionEvict}))
+		}
+		if err != nil || metric == "" {
+			continue
+		}
+		for _, a := range actions {
+			lines = append(lines, Line{
+				Action: a, Metric: metric, Value: value,
+				AvoidanceCount: *r.AvoidanceCount, RestoreCount: *r.RestoreCount,
+				Source: source(p.String(), fmt.Sprintf("%s %s %s", r.Metric, r.Action, r.Threshold.String())),
+			})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return lines, nil
+}
+
+// ruleValue converts a rule's threshold into its metric's absolute unit.
+func ruleValue(r *v1alpha1.WaterlineRule, capacity Capacity) (MetricName, int64, error) {
+	t := r.Threshold
+	if t.Sign() < 0 {
+		return metricOfRule(r.Metric), 0, fmt.Errorf("must not be negative")
+	}
+	switch r.Metric {
+	case v1alpha1.MetricCPUUsage:
+		return MetricCPU, t.MilliValue(), nil
+	case v1alpha1.MetricMemoryUsage:
+		return MetricMemory, t.Value(), nil
+	case v1alpha1.MetricCPUUtilization, v1alpha1.MetricMemoryUtilization:
+		m := metricOfRule(r.Metric)
+		capacityOf := capacity.CPUMilli
+		if m == MetricMemory {
+			capacityOf = capacity.MemoryBytes
+		}
+		milliPct := t.MilliValue()
+		if milliPct > 100_000 {
+			return m, 0, fmt.Errorf("a utilization is a percent and must not be above 100")
+		}
+		if capacityOf <= 0 {
+			return m, 0, fmt.Errorf("a utilization needs the node's %s capacity, which is %d", strings.TrimSuffix(string(m), "_usage"), capacityOf)
+		}
+		return m, percentOf(capacityOf, milliPct), nil
+	}
+	return "", 0, nil
+}
+
+func metricOfRule(m v1alpha1.QOSMetric) MetricName {
+	switch m {
+	case v1alpha1.MetricCPUUsage, v1alpha1.MetricCPUUtilization:
+		return MetricCPU
+	case v1alpha1.MetricMemoryUsage, v1alpha1.MetricMemoryUtilization:
+		return MetricMemory
+	}
+	return ""
+}
+
+// percentOf returns capacity × milliPercent ÷ 100 000, rounded down, without
+// overflowing for any capacity a node can have (bytes of memory times
+// 100 000 passes int64 at 92 TiB).
+func percentOf(capacity, milliPercent int64) int64 {
+	if capacity <= 0 || milliPercent <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(capacity), uint64(milliPercent))
+	if hi >= 100_000 {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, 100_000)
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(q)
+}
+
+func validateOrder(p *field.Path, c *v1alpha1.CPUWaterlines) field.ErrorList {
+	var errs field.ErrorList
+	if c.RestorePercent != nil {
+		switch {
+		case c.ThrottlePercent == nil:
+			errs = append(errs, field.Invalid(p.Child("restorePercent"), *c.RestorePercent, "needs throttlePercent"))
+		case *c.RestorePercent > *c.ThrottlePercent:
+			errs = append(errs, field.Invalid(p.Child("restorePercent"), *c.RestorePercent,
+				fmt.Sprintf("must not be above throttlePercent (%d)", *c.ThrottlePercent)))
+		}
+	}
+	if c.EvictPercent != nil && c.ThrottlePercent != nil && *c.EvictPercent <= *c.ThrottlePercent {
+		errs = append(errs, field.Invalid(p.Child("evictPercent"), *c.EvictPercent,
+			fmt.Sprintf("must be greater than throttlePercent (%d)", *c.ThrottlePercent)))
+	}
+	if c.ThrottlePercent != nil && c.ForbidSchedulingPercent != nil && *c.ThrottlePercent < *c.ForbidSchedulingPercent {
+		errs = append(errs, field.Invalid(p.Child("throttlePercent"), *c.ThrottlePercent,
+			fmt.Sprintf("must be at least forbidSchedulingPercent (%d)", *c.ForbidSchedulingPercent)))
+	}
+	if c.EvictPercent != nil && c.ForbidSchedulingPercent != nil && *c.EvictPercent <= *c.ForbidSchedulingPercent {
+		errs = append(errs, field.Invalid(p.Child("evictPercent"), *c.EvictPercent,
+			fmt.Sprintf("must be greater than forbidSchedulingPercent (%d)", *c.ForbidSchedulingPercent)))
+	}
+	return errs
+}
+
+func validateCount(p *field.Path, n int32) field.ErrorList {
+	if n < 1 || n > 100 {
+		return field.ErrorList{field.Invalid(p, n, "must be between 1 and 100")}
+	}
+	return nil
+}
+
+func validateThrottle(p *field.Path, step, minCPU int32) field.ErrorList {
+	var errs field.ErrorList
+	if step < 1 || step > 100 {
+		errs = append(errs, field.Invalid(p.Child("stepPercent"), step, "must be between 1 and 100"))
+	}
+	if minCPU < 1 || minCPU > 100 {
+		errs = append(errs, field.Invalid(p.Child("minCPUPercent"), minCPU, "must be between 1 and 100"))
+	}
+	return errs
+}
+
+func validateCPUEviction(p *field.Path, window int64, lower, upper, threshold int32) field.ErrorList {
+	var errs field.ErrorList
+	if window < 1 || window > 3600 {
+		errs = append(errs, field.Invalid(p.Child("windowSeconds"), window, "must be between 1 and 3600"))
+	}
+	if lower < 0 || lower > 100 {
+		errs = append(errs, field.Invalid(p.Child("satisfactionLowerPercent"), lower, "must be between 0 and 100"))
+	}
+	if upper < 0 || upper > 1000 {
+		errs = append(errs, field.Invalid(p.Child("satisfactionUpperPercent"), upper, "must be between 0 and 1000"))
+	}
+	if lower > upper {
+		errs = append(errs, field.Invalid(p.Child("satisfactionLowerPercent"), lower,
+			fmt.Sprintf("must not be above satisfactionUpperPercent (%d)", upper)))
+	}
+	if threshold < 0 || threshold > 100 {
+		errs = append(errs, field.Invalid(p.Child("beUsageThresholdPercent"), threshold, "must be between 0 and 100"))
+	}
+	return errs
+}
+
+// NodeUsage is the node's latest usage per metric, in each metric's unit. A
+// metric without an entry is missing.
+type NodeUsage map[MetricName]int64
+
+// Gap is how far the latest usage is past a line.
+type Gap struct {
+	Metric MetricName
+	// Line and Usage are the values compared (Usage is 0 when missing).
+	Line, Usage int64
+	// Value is usage − line for ThrottleDown, Evict and ForbidScheduling,
+	// line − usage for ThrottleUp; always positive.
+	Value int64
+	// Missing says the metric's usage was not measured: the gap is unknown.
+	Missing bool
+}
+
+// Gaps returns, for each metric with a line of action a, the gap from the
+// latest usage: only metrics past their line (Value > 0) and metrics whose
+// usage is missing, ordered by metric.
+func (w *Waterlines) Gaps(a Action, usage NodeUsage) []Gap {
+	var out []Gap
+	for _, l := range w.Lines {
+		if l.Action != a {
+			continue
+		}
+		u, ok := usage[l.Metric]
+		if !ok {
+			out = append(out, Gap{Metric: l.Metric, Line: l.Value, Missing: true})
+			continue
+		}
+		v := u - l.Value
+		if a == ActionThrottleUp {
+			v = l.Value - u
+		}
+		if v > 0 {
+			out = append(out, Gap{Metric: l.Metric, Line: l.Value, Usage: u, Value: v})
+		}
+	}
+	return out
+}
