@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/manager/nodemetric"
+	"github.com/waterline-dev/waterline/pkg/manager/tiers"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
 	"github.com/waterline-dev/waterline/pkg/version"
 )
@@ -140,20 +139,16 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 			FailOpen: opts.ColocationWebhookFailOpen,
 		}})
 	}
-	// Pods are indexed by node: the tier controller sums requests per node.
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, PodNodeNameField, func(obj client.Object) []string {
-		if n := obj.(*corev1.Pod).Spec.NodeName; n != "" {
-			return []string{n}
+	if opts.Enabled(ControllerTiers) {
+		if err := tiers.IndexPods(context.Background(), mgr); err != nil {
+			return fmt.Errorf("indexing pods by node: %w", err)
 		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("indexing pods by node: %w", err)
+		if err := (&tiers.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", tiers.ControllerName, err)
+		}
 	}
 	return nil
 }
-
-// PodNodeNameField indexes pods by spec.nodeName in the manager's cache.
-const PodNodeNameField = "spec.nodeName"
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" {

@@ -1,0 +1,135 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	testutil "github.com/waterline-dev/waterline/test/util"
+)
+
+// TestTierAllocatable: the manager turns a node's NodeMetric into Mid and
+// Batch allocatable on its status, and resets both to zero once the
+// NodeMetric is older than degradeSeconds -- with no event to trigger it.
+func TestTierAllocatable(t *testing.T) {
+	c := testutil.StartCluster(t, testutil.Options{})
+	ctx := t.Context()
+	wl := c.Waterline.WaterlineV1alpha1()
+
+	// degradeSeconds 8 so the test sees the reset soon.
+	mustCreate(t, func() error {
+		_, err := wl.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec:       v1alpha1.ColocationPolicySpec{Tiers: &v1alpha1.TierPolicy{DegradeSeconds: ptr.To[int64](8)}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("128Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	node, err := c.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
+	if _, err := c.Kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, func() error {
+		_, err := c.Kube.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "test-prod"}, Value: 9500}, metav1.CreateOptions{})
+		return err
+	})
+	// Prod pods bound to the node request 20 CPU and 64Gi in all.
+	for i, req := range []string{"12", "8"} {
+		mustCreate(t, func() error {
+			_, err := c.Kube.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("prod-%d", i), Namespace: "default"},
+				Spec: corev1.PodSpec{NodeName: "n1", PriorityClassName: "test-prod", Containers: []corev1.Container{{
+					Name: "c", Image: "x",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse(req), corev1.ResourceMemory: resource.MustParse("32Gi")}},
+				}}},
+			}, metav1.CreateOptions{})
+			return err
+		})
+	}
+
+	c.StartManager(t, nil)
+
+	// The manager creates the NodeMetric; the agent would write its status.
+	var nm *v1alpha1.NodeMetric
+	testutil.Eventually(t, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
+		var err error
+		nm, err = wl.NodeMetrics().Get(ctx, "n1", metav1.GetOptions{})
+		return err == nil, err
+	}, "NodeMetric n1 created")
+	// Before the agent reports, nothing is sold (degraded).
+	wantTiers(t, c, "n1", 0, 0, 0, 0)
+
+	now := metav1.NewTime(time.Now())
+	nm.Status = v1alpha1.NodeMetricStatus{
+		UpdateTime: &now,
+		NodeMetric: &v1alpha1.NodeMetricInfo{
+			NodeUsage:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10"), corev1.ResourceMemory: resource.MustParse("40Gi")},
+			SystemUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")},
+		},
+		PodsMetric: []v1alpha1.PodMetricInfo{
+			{Namespace: "default", Name: "prod-0", Band: "prod", Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5"), corev1.ResourceMemory: resource.MustParse("20Gi")}},
+			{Namespace: "default", Name: "prod-1", Band: "prod", Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("10Gi")}},
+		},
+		ProdPeak: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("48Gi")},
+	}
+	if _, err := wl.NodeMetrics().UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Mid CPU    = min(Reclaimable 20 − 8 = 12, 32 × 30 % = 9.6) = 9.6 CPU = 9600 millicores.
+	// Mid memory = min(64Gi − 48Gi = 16Gi, 128Gi × 30 % = 38.4Gi) = 16Gi.
+	// Prod+Mid CPU use = max(Σ pods 5 + 2 = 7, node 10 − system 1 − batch 0 = 9) = 9.
+	// Batch CPU  = 32 × 65 % − 9 − 1 = 20.8 − 10 = 10.8 CPU = 10800 millicores.
+	// Prod+Mid memory = max(30Gi, 40Gi − 4Gi = 36Gi) = 36Gi.
+	// Batch mem  = 128Gi × 65 % − 36Gi − 4Gi = 83.2Gi − 40Gi = 43.2Gi = 46385646796 bytes (floored).
+	wantTiers(t, c, "n1", 9600, 16<<30, 10800, 128<<30*65/100-40<<30)
+
+	// The agent falls silent: after degradeSeconds the tiers drop to zero.
+	start := time.Now()
+	wantTiers(t, c, "n1", 0, 0, 0, 0)
+	if waited := time.Since(start); waited < 4*time.Second {
+		t.Errorf("tiers dropped after %v, before the NodeMetric was 8 s old", waited)
+	}
+}
+
+func wantTiers(t *testing.T, c *testutil.Cluster, node string, midCPU, midMem, batchCPU, batchMem int64) {
+	t.Helper()
+	want := fmt.Sprintf("mid-cpu=%d mid-memory=%d batch-cpu=%d batch-memory=%d", midCPU, midMem, batchCPU, batchMem)
+	testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		n, err := c.Kube.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		a := n.Status.Allocatable
+		q := func(name corev1.ResourceName) int64 {
+			v, ok := a[name]
+			if !ok {
+				return -1
+			}
+			return v.Value()
+		}
+		got := fmt.Sprintf("mid-cpu=%d mid-memory=%d batch-cpu=%d batch-memory=%d",
+			q(extension.ResourceMidCPU), q(extension.ResourceMidMemory), q(extension.ResourceBatchCPU), q(extension.ResourceBatchMemory))
+		if got != want {
+			return false, fmt.Errorf("allocatable %s", got)
+		}
+		if cap := n.Status.Capacity[extension.ResourceBatchCPU]; cap.Value() != batchCPU {
+			return false, fmt.Errorf("capacity batch-cpu %s, want %d", cap.String(), batchCPU)
+		}
+		return true, nil
+	}, "node %s tiers %s", node, want)
+}
