@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	waterlinev1alpha1 "github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
@@ -50,6 +53,10 @@ type Options struct {
 	Webhooks *envtest.WebhookInstallOptions
 }
 
+// controller-runtime (envtest, the manager) logs through klog, as our
+// components do.
+var setLoggerOnce sync.Once
+
 // DisabledAdmissionPlugins are the admission plugins off in test clusters:
 // without kube-controller-manager there are no default ServiceAccounts, and
 // nothing removes the not-ready taint TaintNodesByCondition puts on new
@@ -60,6 +67,7 @@ const DisabledAdmissionPlugins = "ServiceAccount,TaintNodesByCondition"
 // config/crd installed and stops them when the test ends.
 func StartCluster(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	setLoggerOnce.Do(func() { ctrllog.SetLogger(klog.NewKlogr()) })
 	for _, tool := range []string{"etcd", "kube-apiserver", "kubectl"} {
 		if _, err := toolPath(tool); err != nil {
 			t.Fatal(err)

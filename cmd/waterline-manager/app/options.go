@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"strings"
 	"net"
 	"os"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/waterline-dev/waterline/pkg/manager/webhook/quota"
 )
 
 // Options are waterline-manager's flags.
@@ -39,8 +42,21 @@ type Options struct {
 	// the colocation-profile webhook cannot read its inputs; by default it
 	// refuses them. Set the webhook configuration's failurePolicy to match.
 	ColocationWebhookFailOpen bool
+	// PriorityQuotaClasses turns on the priority-class quota webhook for
+	// these PriorityClasses: their pods are admitted only in namespaces with
+	// a ResourceQuota scoped to the class (seed 004).
+	PriorityQuotaClasses []string
+	// PriorityQuotaAllClasses turns it on for every PriorityClass.
+	PriorityQuotaAllClasses bool
 	// Controllers lists the controllers to run; "*" runs all.
 	Controllers []string
+}
+
+// QuotaConfig is the priority-class quota webhook's configuration, and
+// whether it is on.
+func (o *Options) QuotaConfig() (quota.Config, bool) {
+	c := quota.Config{PriorityClasses: o.PriorityQuotaClasses, AllPriorityClasses: o.PriorityQuotaAllClasses}
+	return c, len(c.PriorityClasses) > 0 || c.AllPriorityClasses
 }
 
 // Controller names for --controllers.
@@ -82,6 +98,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the webhook server.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with the webhook server's tls.crt and tls.key.")
 	fs.BoolVar(&o.ColocationWebhookFailOpen, "colocation-webhook-fail-open", o.ColocationWebhookFailOpen, "Admit pods unchanged, with a warning, when the colocation-profile webhook cannot read the namespace, policy or PriorityClass (default: refuse them). Match the MutatingWebhookConfiguration's failurePolicy.")
+	fs.StringSliceVar(&o.PriorityQuotaClasses, "priority-quota-classes", o.PriorityQuotaClasses, "Serve the priority-class quota webhook for these PriorityClasses: their pods are admitted only in namespaces with a ResourceQuota scoped to the class. Apply config/webhook/priority-quota/ with it.")
+	fs.BoolVar(&o.PriorityQuotaAllClasses, "priority-quota-all-classes", o.PriorityQuotaAllClasses, "Serve the priority-class quota webhook for every PriorityClass.")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("Controllers to run: * for all, or a list of %v.", knownControllers))
 }
 
@@ -115,6 +133,16 @@ func (o *Options) Validate() field.ErrorList {
 			if _, err := os.Stat(o.WebhookCertDir + "/" + f); err != nil {
 				errs = append(errs, field.Invalid(field.NewPath("webhook-cert-dir"), o.WebhookCertDir, fmt.Sprintf("has no readable %s (%v); pass --webhooks=false to run without webhooks", f, err)))
 			}
+		}
+	}
+	if qc, on := o.QuotaConfig(); on {
+		if !o.Webhooks {
+			errs = append(errs, field.Invalid(field.NewPath("webhooks"), false, "must be true when --priority-quota-classes or --priority-quota-all-classes is set"))
+		}
+		for _, e := range qc.Validate(nil) {
+			// Name the flags, not the config fields.
+			e.Field = strings.NewReplacer("priorityClasses", "priority-quota-classes", "allPriorityClasses", "priority-quota-all-classes").Replace(e.Field)
+			errs = append(errs, e)
 		}
 	}
 	for i, c := range o.Controllers {

@@ -25,6 +25,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/manager/nodemetric"
 	"github.com/waterline-dev/waterline/pkg/manager/tiers"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
+	"github.com/waterline-dev/waterline/pkg/manager/webhook/quota"
 	"github.com/waterline-dev/waterline/pkg/version"
 )
 
@@ -138,6 +139,16 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 			Decoder:  admission.NewDecoder(mgr.GetScheme()),
 			FailOpen: opts.ColocationWebhookFailOpen,
 		}})
+		if qc, on := opts.QuotaConfig(); on {
+			// Live reads: a quota created a moment ago must count, or the
+			// pod would be refused wrongly. Only pods of limited classes
+			// cost a read.
+			h, err := quota.NewHandler(qc, mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()))
+			if err != nil {
+				return fmt.Errorf("setting up the priority-class quota webhook: %w", err)
+			}
+			mgr.GetWebhookServer().Register(quota.Path, &webhook.Admission{Handler: h})
+		}
 	}
 	if opts.Enabled(ControllerTiers) {
 		if err := tiers.IndexPods(context.Background(), mgr); err != nil {

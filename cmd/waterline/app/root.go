@@ -17,5 +17,6 @@ system that runs online services and batch work on the same nodes.`,
 	}
 	cmd.AddCommand(newVersionCommand())
 	cmd.AddCommand(newPredictCommand())
+	cmd.AddCommand(newAuditCommand())
 	return cmd
 }

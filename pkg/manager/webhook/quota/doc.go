@@ -1,0 +1,15 @@
+// Package quota is waterline-manager's quota admission webhook (seed 004):
+// pods that use one of the configured PriorityClasses are admitted only in
+// namespaces that have a ResourceQuota scoped to that class, so every pod of
+// a high or NonPreemptible class is held by a quota.
+//
+// It does for clusters whose API server flags cannot be changed what the
+// ResourceQuota admission plugin's limitedResources/matchScopes
+// configuration (--admission-control-config-file) does: a namespace without
+// a covering quota may not create such pods; the denial names the class and
+// the namespace.
+//
+// It decides admission only. It must never mutate a pod, never create or
+// change a ResourceQuota, and never judge pods of classes it is not
+// configured for.
+package quota
