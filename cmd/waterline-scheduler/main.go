@@ -11,9 +11,17 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	// Registers the plugins' args with the scheduler's scheme.
+	_ "github.com/waterline-dev/waterline/pkg/scheduler/apis/config/scheme"
+	"github.com/waterline-dev/waterline/pkg/scheduler/plugins/bandpreemption"
+	"github.com/waterline-dev/waterline/pkg/scheduler/plugins/loadaware"
 )
 
 func main() {
-	command := app.NewSchedulerCommand()
+	command := app.NewSchedulerCommand(
+		app.WithPlugin(bandpreemption.Name, bandpreemption.New),
+		app.WithPlugin(loadaware.Name, loadaware.New),
+	)
 	os.Exit(cli.Run(command))
 }

@@ -1,0 +1,182 @@
+package loadaware
+
+import "time"
+
+// Reason says why Filter refused a node.
+type Reason uint8
+
+// Filter verdicts.
+const (
+	// Fit means the node may take the pod.
+	Fit Reason = iota
+	// ReasonMetricExpired: the node's agent has not reported for
+	// MetricExpiration.
+	ReasonMetricExpired
+	// ReasonForbidScheduling: the node is over a forbid-scheduling
+	// waterline and the pod is Batch or Free.
+	ReasonForbidScheduling
+	// ReasonUsage: node usage with the pod would cross a usage threshold.
+	ReasonUsage
+	// ReasonAggregatedUsage: the percentile aggregate of node usage with the
+	// pod would cross an aggregated threshold.
+	ReasonAggregatedUsage
+	// ReasonProdUsage: Prod usage with the pod would cross a Prod threshold.
+	ReasonProdUsage
+)
+
+// NodeLoad is what the decisions need to know about one node.
+type NodeLoad struct {
+	// Allocatable is what the node offers (Config.Allocatable).
+	Allocatable Vector
+	// Thresholds apply to the node (Config.NodeThresholds).
+	Thresholds Thresholds
+	// Metric is the node's NodeMetric; nil when it has none.
+	Metric *Metric
+	// Excess and ProdExcess are NodeExcess of the pods assigned to the node.
+	Excess, ProdExcess Vector
+}
+
+// Verdict is Filter's answer.
+type Verdict struct {
+	// Reason is Fit, or why the node was refused.
+	Reason Reason
+	// Over has bit i set for each resource i over its threshold.
+	Over uint16
+}
+
+// Judgement is a verdict with the numbers behind it, for logs, tests and
+// the simulator's reports.
+type Judgement struct {
+	Verdict
+	// Estimated is the usage judged, with the pod.
+	Estimated Vector
+	// Percent is round(100 × Estimated / allocatable) for each resource
+	// judged.
+	Percent Vector
+	// Thresholds are the thresholds Percent was held against.
+	Thresholds Vector
+}
+
+// Filter decides whether the pod may go to the node, in this order:
+//
+//  1. DaemonSet pods always fit: they must run on every node.
+//  2. A node without a NodeMetric fits: its load is unknown, so LoadAware
+//     steps aside, as Koordinator does for nodes without an agent.
+//  3. Batch and Free pods do not fit a node in forbid-scheduling state.
+//  4. A node whose NodeMetric expired does not fit, unless
+//     ScheduleWhenMetricExpired, in which case it fits unchecked.
+//  5. Prod pods, when the node has Prod thresholds, are judged by Prod usage
+//     (max(Prod usage, prodPeak) with ProdUsageIncludePrediction) + the Prod
+//     pods' excess; every other pod by the aggregate of node usage when
+//     aggregated thresholds are set (the average if the agent does not
+//     report that aggregate), else by node usage; + the excess of all
+//     assigned pods. The pod's own estimate is added to either, and the node
+//     is refused when round(100 × estimated / allocatable) > threshold for
+//     any resource with a non-zero threshold and allocatable.
+//
+// Filter runs for every node of every scheduling cycle, so it only
+// compares; Judge gives the same verdict with the numbers.
+func (c *Config) Filter(pod *PodLoad, node *NodeLoad, now time.Time) Verdict {
+	if v, decided := c.gate(pod, node, now); decided {
+		return v
+	}
+	var est Vector
+	reason, thresholds := c.judged(pod, node, &est)
+	var over uint16
+	for i := range c.Resources.Len() {
+		if thresholds[i] == 0 || node.Allocatable[i] <= 0 {
+			continue
+		}
+		if Percent(est[i], node.Allocatable[i]) > thresholds[i] {
+			over |= 1 << i
+		}
+	}
+	if over == 0 {
+		return Verdict{}
+	}
+	return Verdict{Reason: reason, Over: over}
+}
+
+// Judge is Filter with the numbers behind the verdict; they are zero when
+// usage was not judged (rules 1 to 4 of Filter).
+func (c *Config) Judge(pod *PodLoad, node *NodeLoad, now time.Time) Judgement {
+	if v, decided := c.gate(pod, node, now); decided {
+		return Judgement{Verdict: v}
+	}
+	var j Judgement
+	reason, thresholds := c.judged(pod, node, &j.Estimated)
+	j.Thresholds = *thresholds
+	for i := range c.Resources.Len() {
+		if thresholds[i] == 0 || node.Allocatable[i] <= 0 {
+			continue
+		}
+		j.Percent[i] = Percent(j.Estimated[i], node.Allocatable[i])
+		if j.Percent[i] > thresholds[i] {
+			j.Over |= 1 << i
+		}
+	}
+	if j.Over != 0 {
+		j.Reason = reason
+	}
+	return j
+}
+
+// gate applies rules 1 to 4 of Filter; decided is false when usage must be
+// judged.
+func (c *Config) gate(pod *PodLoad, node *NodeLoad, now time.Time) (v Verdict, decided bool) {
+	m := node.Metric
+	switch {
+	case pod.DaemonSet || m == nil:
+		return Verdict{}, true
+	case m.ForbidScheduling && pod.LowPriority:
+		return Verdict{Reason: ReasonForbidScheduling}, true
+	case c.Expired(m, now) && c.ScheduleWhenMetricExpired:
+		return Verdict{}, true
+	case c.Expired(m, now):
+		return Verdict{Reason: ReasonMetricExpired}, true
+	}
+	return Verdict{}, false
+}
+
+// judged applies rule 5 of Filter: it writes the usage judged, with the
+// pod, to est and returns the reason a refusal would give and the
+// thresholds that apply.
+func (c *Config) judged(pod *PodLoad, node *NodeLoad, est *Vector) (Reason, *Vector) {
+	m, t, n := node.Metric, &node.Thresholds, c.Resources.Len()
+	switch {
+	case pod.Prod && t.HasProd():
+		if c.ProdUsageIncludePrediction && m.HasProdPeak {
+			for i := range n {
+				est[i] = max(m.ProdUsage[i], m.ProdPeak[i]) + node.ProdExcess[i] + pod.Estimate[i]
+			}
+		} else {
+			sum3(est, &m.ProdUsage, &node.ProdExcess, &pod.Estimate, n)
+		}
+		return ReasonProdUsage, &t.Prod
+	case t.HasAggregated():
+		base := &m.NodeUsage
+		if agg := m.Aggregate(t.Aggregation); agg != nil {
+			base = agg
+		}
+		sum3(est, base, &node.Excess, &pod.Estimate, n)
+		return ReasonAggregatedUsage, &t.Aggregated
+	}
+	sum3(est, &m.NodeUsage, &node.Excess, &pod.Estimate, n)
+	return ReasonUsage, &t.Usage
+}
+
+// sum3 sets dst = a + b + c over the first n resources.
+func sum3(dst, a, b, c *Vector, n int) {
+	for i := range n {
+		dst[i] = a[i] + b[i] + c[i]
+	}
+}
+
+// Percent is round(100 × used / total), rounding halves up, in integers so
+// that the byte counts of large nodes stay exact; total must be positive.
+func Percent(used, total int64) int64 {
+	if used <= 0 {
+		return 0
+	}
+	return (used*200 + total) / (2 * total)
+}

@@ -1,0 +1,160 @@
+package loadaware
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+)
+
+// Metric is the part of a NodeMetric the decisions read, as vectors. Build
+// it once per NodeMetric version (NewMetric) and share it read-only.
+type Metric struct {
+	// UpdateTime is when the agent last reported; zero if it never did.
+	UpdateTime time.Time
+	// expiresAt is when, in Unix nanoseconds, the metric expires under the
+	// Config that built it; 0 if it never reported. Kept as an integer
+	// because Filter and Score compare it for every node.
+	expiresAt int64
+	// ReportInterval is the agent's reporting period for this node.
+	ReportInterval time.Duration
+	// NodeUsage is the node's average usage.
+	NodeUsage Vector
+	// ProdUsage is Σ usage of the node's Prod pods, plus the system usage
+	// when the Config says so.
+	ProdUsage Vector
+	// ProdPeak is the predicted Prod peak; HasProdPeak is false when the
+	// agent did not report one.
+	ProdPeak    Vector
+	HasProdPeak bool
+	// Aggregates are the percentile aggregates of node usage.
+	Aggregates []Aggregate
+	// ForbidScheduling is true while the agent reports the node over a
+	// forbid-scheduling waterline.
+	ForbidScheduling bool
+	// PodUsage is each reported pod's usage, by PodKey.
+	PodUsage map[string]Vector
+}
+
+// Aggregate is one statistic of node usage over one window.
+type Aggregate struct {
+	Type     v1alpha1.AggregationType
+	Duration time.Duration
+	Usage    Vector
+}
+
+// NewMetric converts a NodeMetric. Pods reported without a band count as
+// Prod, like extension.BandOf's default: Prod usage then errs on the high
+// side, which is the safe one for Prod thresholds.
+func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
+	m := &Metric{
+		ReportInterval: time.Duration(*v1alpha1.CollectPolicyWithDefaults(nm.Spec.CollectPolicy).ReportIntervalSeconds) * time.Second,
+		PodUsage:       make(map[string]Vector, len(nm.Status.PodsMetric)),
+	}
+	st := &nm.Status
+	if st.UpdateTime != nil {
+		m.UpdateTime = st.UpdateTime.Time
+		m.expiresAt = m.UpdateTime.Add(c.MetricExpiration).UnixNano()
+	}
+	if info := st.NodeMetric; info != nil {
+		m.NodeUsage = c.Resources.Vector(info.NodeUsage)
+		if c.ProdUsageIncludeSys {
+			m.ProdUsage = c.Resources.Vector(info.SystemUsage)
+		}
+		for _, agg := range info.AggregatedNodeUsages {
+			for typ, usage := range agg.Usage {
+				m.Aggregates = append(m.Aggregates, Aggregate{Type: typ, Duration: agg.Duration.Duration, Usage: c.Resources.Vector(usage)})
+			}
+		}
+		slices.SortFunc(m.Aggregates, func(a, b Aggregate) int {
+			return cmp.Or(cmp.Compare(a.Duration, b.Duration), cmp.Compare(a.Type, b.Type))
+		})
+	}
+	for i := range st.PodsMetric {
+		pm := &st.PodsMetric[i]
+		usage := c.Resources.Vector(pm.Usage)
+		m.PodUsage[PodKey(pm.Namespace, pm.Name)] = usage
+		if pm.Band == "" || extension.Band(pm.Band) == extension.BandProd {
+			m.ProdUsage = m.ProdUsage.Add(usage)
+		}
+	}
+	if len(st.ProdPeak) > 0 {
+		m.ProdPeak = c.Resources.Vector(st.ProdPeak)
+		m.HasProdPeak = true
+	}
+	m.ForbidScheduling = meta.IsStatusConditionPresentAndEqual(st.Conditions, v1alpha1.ConditionForbidScheduling, metav1.ConditionTrue)
+	return m
+}
+
+// Expired reports whether the agent has not reported for the Config's
+// MetricExpiration (or never reported). m must come from c.NewMetric.
+func (c *Config) Expired(m *Metric, now time.Time) bool {
+	return m.expiresAt == 0 || now.UnixNano() >= m.expiresAt
+}
+
+// Aggregate returns the aggregate a picks: the window equal to a.Duration,
+// or the longest window when a.Duration is 0; nil when the agent did not
+// report it.
+func (m *Metric) Aggregate(a Aggregation) *Vector {
+	var best *Aggregate
+	for i := range m.Aggregates {
+		agg := &m.Aggregates[i]
+		if agg.Type != a.Type {
+			continue
+		}
+		if a.Duration == 0 && (best == nil || agg.Duration > best.Duration) || agg.Duration == a.Duration {
+			best = agg
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return &best.Usage
+}
+
+// MayAdmitMore reports whether going from old to cur may let a pod in that
+// LoadAware refused on the node: the node reports again after a gap, leaves
+// forbid-scheduling, some usage went down, or a pod shows up in the report
+// (its real usage replaces its estimate). old is nil for a new NodeMetric.
+// Everything else -- the regular report of a node whose load did not drop --
+// cannot turn a refusal into a fit, so the pods stay where they are.
+func (c *Config) MayAdmitMore(old, cur *Metric) bool {
+	if old == nil {
+		return true
+	}
+	if old.UpdateTime.IsZero() || cur.UpdateTime.Sub(old.UpdateTime) >= c.MetricExpiration {
+		return true
+	}
+	if old.ForbidScheduling && !cur.ForbidScheduling {
+		return true
+	}
+	if lower(cur.NodeUsage, old.NodeUsage) || lower(cur.ProdUsage, old.ProdUsage) || lower(cur.ProdPeak, old.ProdPeak) {
+		return true
+	}
+	for _, agg := range cur.Aggregates {
+		if prev := old.Aggregate(Aggregation{Type: agg.Type, Duration: agg.Duration}); prev != nil && lower(agg.Usage, *prev) {
+			return true
+		}
+	}
+	for key := range cur.PodUsage {
+		if _, ok := old.PodUsage[key]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// lower reports whether any element of a is below b's.
+func lower(a, b Vector) bool {
+	for i := range a {
+		if a[i] < b[i] {
+			return true
+		}
+	}
+	return false
+}

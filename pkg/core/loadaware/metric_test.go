@@ -1,0 +1,156 @@
+package loadaware
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+)
+
+func TestNewMetric(t *testing.T) {
+	full := makeMetric("n", t0).
+		usage("cpu", "4", "memory", "8Gi").
+		system("cpu", "500m", "memory", "1Gi").
+		pod("ns", "a", extension.BandProd, "cpu", "1", "memory", "2Gi").
+		pod("ns", "b", "", "cpu", "500m", "memory", "1Gi").
+		pod("ns", "c", extension.BandBatch, "cpu", "2", "memory", "1Gi").
+		aggregate(10*time.Minute, v1alpha1.AggregationP95, "cpu", "6", "memory", "9Gi").
+		aggregate(5*time.Minute, v1alpha1.AggregationP99, "cpu", "7", "memory", "10Gi").
+		aggregate(5*time.Minute, v1alpha1.AggregationAvg, "cpu", "3", "memory", "8Gi").
+		prodPeak("cpu", "3", "memory", "5Gi").
+		forbid(metav1.ConditionTrue).
+		reportInterval(30).obj()
+	podUsage := map[string]Vector{"ns/a": vec(1000, 2*Gi), "ns/b": vec(500, 1*Gi), "ns/c": vec(2000, 1*Gi)}
+	aggregates := []Aggregate{
+		{Type: v1alpha1.AggregationAvg, Duration: 5 * time.Minute, Usage: vec(3000, 8*Gi)},
+		{Type: v1alpha1.AggregationP99, Duration: 5 * time.Minute, Usage: vec(7000, 10*Gi)},
+		{Type: v1alpha1.AggregationP95, Duration: 10 * time.Minute, Usage: vec(6000, 9*Gi)},
+	}
+	tests := []struct {
+		name       string
+		includeSys bool
+		nm         *v1alpha1.NodeMetric
+		want       *Metric
+	}{{
+		name: "prod usage sums prod pods and pods without a band",
+		nm:   full,
+		// Prod usage: a (1000m, 2Gi) + b (500m, 1Gi) = (1500m, 3Gi); c is Batch.
+		want: &Metric{
+			UpdateTime: t0, ReportInterval: 30 * time.Second, NodeUsage: vec(4000, 8*Gi),
+			ProdUsage: vec(1500, 3*Gi), ProdPeak: vec(3000, 5*Gi), HasProdPeak: true,
+			Aggregates: aggregates, ForbidScheduling: true, PodUsage: podUsage,
+		},
+	}, {
+		name:       "prod usage includes system usage when asked",
+		includeSys: true,
+		nm:         full,
+		// (1500m, 3Gi) + system (500m, 1Gi) = (2000m, 4Gi).
+		want: &Metric{
+			UpdateTime: t0, ReportInterval: 30 * time.Second, NodeUsage: vec(4000, 8*Gi),
+			ProdUsage: vec(2000, 4*Gi), ProdPeak: vec(3000, 5*Gi), HasProdPeak: true,
+			Aggregates: aggregates, ForbidScheduling: true, PodUsage: podUsage,
+		},
+	}, {
+		name: "forbid condition False and default report interval",
+		nm:   makeMetric("n", t0).usage("cpu", "1").forbid(metav1.ConditionFalse).obj(),
+		want: &Metric{UpdateTime: t0, ReportInterval: 60 * time.Second, NodeUsage: vec(1000, 0), PodUsage: map[string]Vector{}},
+	}, {
+		name: "never reported",
+		nm:   &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
+		want: &Metric{ReportInterval: 60 * time.Second, PodUsage: map[string]Vector{}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := defaultSpec()
+			s.ProdUsageIncludeSys = tc.includeSys
+			got := mustConfig(t, s).NewMetric(tc.nm)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(Metric{})); diff != "" {
+				t.Errorf("NewMetric (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMetricAggregate(t *testing.T) {
+	c := mustConfig(t, defaultSpec())
+	m := c.NewMetric(makeMetric("n", t0).
+		aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "5").
+		aggregate(30*time.Minute, v1alpha1.AggregationP95, "cpu", "30").
+		aggregate(10*time.Minute, v1alpha1.AggregationP95, "cpu", "10").
+		aggregate(10*time.Minute, v1alpha1.AggregationP99, "cpu", "11").obj())
+	tests := []struct {
+		name   string
+		a      Aggregation
+		want   Vector
+		wantOK bool
+	}{
+		{"exact window", Aggregation{Type: v1alpha1.AggregationP95, Duration: 10 * time.Minute}, vec(10000, 0), true},
+		{"no window means the longest", Aggregation{Type: v1alpha1.AggregationP95}, vec(30000, 0), true},
+		{"other type, same window", Aggregation{Type: v1alpha1.AggregationP99, Duration: 10 * time.Minute}, vec(11000, 0), true},
+		{"window not reported", Aggregation{Type: v1alpha1.AggregationP95, Duration: time.Hour}, Vector{}, false},
+		{"type not reported", Aggregation{Type: v1alpha1.AggregationAvg}, Vector{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got Vector
+			agg := m.Aggregate(tc.a)
+			if (agg != nil) != tc.wantOK {
+				t.Errorf("Aggregate found = %v, want %v", agg != nil, tc.wantOK)
+			}
+			if agg != nil {
+				got = *agg
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Aggregate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMayAdmitMore(t *testing.T) {
+	c := mustConfig(t, defaultSpec())
+	base := func(updated time.Time) *metricBuilder {
+		return makeMetric("n", updated).usage("cpu", "8", "memory", "8Gi").
+			pod("ns", "a", extension.BandProd, "cpu", "2", "memory", "2Gi").
+			aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "9", "memory", "9Gi")
+	}
+	next := t0.Add(time.Minute)
+	tests := []struct {
+		name     string
+		old, cur *v1alpha1.NodeMetric
+		want     bool
+	}{
+		{"new NodeMetric", nil, base(t0).obj(), true},
+		{"regular report, same load", base(t0).obj(), base(next).obj(), false},
+		{"regular report, load up", base(t0).obj(), base(next).usage("cpu", "9", "memory", "8Gi").obj(), false},
+		{"node usage down", base(t0).obj(), base(next).usage("cpu", "7", "memory", "8Gi").obj(), true},
+		{"aggregate down", base(t0).obj(), makeMetric("n", next).usage("cpu", "8", "memory", "8Gi").
+			pod("ns", "a", extension.BandProd, "cpu", "2", "memory", "2Gi").
+			aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "8", "memory", "9Gi").obj(), true},
+		{"prod usage down", base(t0).obj(), makeMetric("n", next).usage("cpu", "8", "memory", "8Gi").
+			pod("ns", "a", extension.BandProd, "cpu", "1", "memory", "2Gi").
+			aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "9", "memory", "9Gi").obj(), true},
+		{"a pod shows up in the report", base(t0).obj(), base(next).pod("ns", "b", extension.BandBatch, "cpu", "1").obj(), true},
+		{"forbid scheduling cleared", base(t0).forbid(metav1.ConditionTrue).obj(), base(next).forbid(metav1.ConditionFalse).obj(), true},
+		{"forbid scheduling set", base(t0).obj(), base(next).forbid(metav1.ConditionTrue).obj(), false},
+		// 180 s between reports is the expiry: the node was stale and is back.
+		{"back after a gap of the expiry", base(t0).obj(), base(t0.Add(180 * time.Second)).obj(), true},
+		{"first report", &v1alpha1.NodeMetric{}, base(t0).obj(), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var old *Metric
+			if tc.old != nil {
+				old = c.NewMetric(tc.old)
+			}
+			if got := c.MayAdmitMore(old, c.NewMetric(tc.cur)); got != tc.want {
+				t.Errorf("MayAdmitMore = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

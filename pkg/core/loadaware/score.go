@@ -1,0 +1,70 @@
+package loadaware
+
+import "time"
+
+// MaxScore is the best score; it equals the scheduler framework's
+// MaxNodeScore.
+const MaxScore = 100
+
+// Score ranks a node for the pod, 0 (worst) to MaxScore (best):
+//
+//	LU_r  = ⌊(alloc_r − used_r) × 100 / alloc_r⌋   (0 when used_r > alloc_r or alloc_r = 0)
+//	score = ⌊(Σ_r w_r × LU_r + D × min_r LU_r) / (Σ_r w_r + D)⌋
+//
+// over the resources r with a weight w_r > 0; D is DominantWeight, and
+// min_r LU_r is the least-used score of the dominant (most used) resource,
+// which pulls down nodes where one resource is nearly exhausted even if the
+// others are idle. used is node usage (or the ScoreAggregation aggregate
+// when the agent reports it) + the excess of all assigned pods, or, for Prod
+// pods with ScoreAccordingProdUsage, Prod usage + the Prod pods' excess;
+// plus the pod's own estimate either way. A node without a NodeMetric or
+// with an expired one scores 0.
+func (c *Config) Score(pod *PodLoad, node *NodeLoad, now time.Time) int64 {
+	m := node.Metric
+	if m == nil || c.Expired(m, now) {
+		return 0
+	}
+	var used Vector
+	n := c.Resources.Len()
+	switch {
+	case pod.Prod && c.ScoreAccordingProdUsage:
+		sum3(&used, &m.ProdUsage, &node.ProdExcess, &pod.Estimate, n)
+	case c.ScoreAggregation.Enabled():
+		base := &m.NodeUsage
+		if agg := m.Aggregate(c.ScoreAggregation); agg != nil {
+			base = agg
+		}
+		sum3(&used, base, &node.Excess, &pod.Estimate, n)
+	default:
+		sum3(&used, &m.NodeUsage, &node.Excess, &pod.Estimate, n)
+	}
+	var sum, weights int64
+	dominant := int64(MaxScore)
+	for i := range n {
+		w := c.Weights[i]
+		if w <= 0 {
+			continue
+		}
+		lu := LeastUsed(used[i], node.Allocatable[i])
+		sum += w * lu
+		weights += w
+		dominant = min(dominant, lu)
+	}
+	if weights == 0 {
+		return 0
+	}
+	if c.DominantWeight > 0 {
+		sum += c.DominantWeight * dominant
+		weights += c.DominantWeight
+	}
+	return sum / weights
+}
+
+// LeastUsed is the least-used score of one resource:
+// ⌊(total − used) × 100 / total⌋, 0 when used > total or total ≤ 0.
+func LeastUsed(used, total int64) int64 {
+	if total <= 0 || used > total {
+		return 0
+	}
+	return (total - max(used, 0)) * MaxScore / total
+}

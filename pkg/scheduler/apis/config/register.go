@@ -1,0 +1,37 @@
+package config
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+)
+
+// SchemeGroupVersion is the internal version of the scheduler's config
+// group, which plugin args share with the in-tree ones.
+var SchemeGroupVersion = schema.GroupVersion{Group: schedconfig.GroupName, Version: runtime.APIVersionInternal}
+
+var (
+	// localSchemeBuilder is kube-scheduler's own builder: the scheduler
+	// converts pluginConfig args with a private scheme it builds from that
+	// builder on first use, so plugin args must be registered there, before
+	// the scheduler starts. That is why this package registers in init: it
+	// is the one way in, and it only adds types.
+	localSchemeBuilder = &schedconfig.SchemeBuilder
+	// AddToScheme adds the internal plugin args (and the in-tree ones) to a
+	// scheme.
+	AddToScheme = localSchemeBuilder.AddToScheme
+)
+
+// addKnownTypes registers the internal args of every Waterline plugin. A
+// new plugin's args are one more line here.
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion,
+		&LoadAwareArgs{},
+		&BandPreemptionArgs{},
+	)
+	return nil
+}
+
+func init() {
+	localSchemeBuilder.Register(addKnownTypes)
+}

@@ -1,0 +1,95 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/waterline-dev/waterline/pkg/scheduler/apis/config"
+)
+
+// DefaultNodeMetricExpirationSeconds is LoadAware's default
+// nodeMetricExpirationSeconds (seed 001).
+const DefaultNodeMetricExpirationSeconds int64 = 180
+
+// LoadAware's default maps (seed 001); functions so that no caller can
+// change a shared default.
+func defaultResourceWeights() map[corev1.ResourceName]int64 {
+	return map[corev1.ResourceName]int64{corev1.ResourceCPU: 1, corev1.ResourceMemory: 1}
+}
+
+func defaultUsageThresholds() map[corev1.ResourceName]int64 {
+	return map[corev1.ResourceName]int64{corev1.ResourceCPU: 65, corev1.ResourceMemory: 95}
+}
+
+func defaultEstimatedScalingFactors() map[corev1.ResourceName]int64 {
+	return map[corev1.ResourceName]int64{corev1.ResourceCPU: 85, corev1.ResourceMemory: 70}
+}
+
+// RegisterDefaults registers the defaulting of every plugin's args with a
+// scheme, so that the scheduler defaults them when it decodes a
+// configuration.
+func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&LoadAwareArgs{}, func(obj any) { SetDefaults_LoadAwareArgs(obj.(*LoadAwareArgs)) })
+	return nil
+}
+
+// SetDefaults_LoadAwareArgs fills the fields left unset; it never changes
+// what is set, even when it is invalid (validation says so instead).
+// Threshold and weight maps are defaulted as a whole when empty: a user who
+// lists thresholds listed the ones they want. Scaling factors are filled
+// per resource, since every resource needs one.
+func SetDefaults_LoadAwareArgs(obj *LoadAwareArgs) { //nolint:revive // The scheme's naming convention.
+	if obj.NodeMetricExpirationSeconds == nil {
+		obj.NodeMetricExpirationSeconds = ptr.To(DefaultNodeMetricExpirationSeconds)
+	}
+	if obj.EnableScheduleWhenNodeMetricsExpired == nil {
+		obj.EnableScheduleWhenNodeMetricsExpired = ptr.To(false)
+	}
+	if len(obj.ResourceWeights) == 0 {
+		obj.ResourceWeights = defaultResourceWeights()
+	}
+	if obj.DominantResourceWeight == nil {
+		obj.DominantResourceWeight = ptr.To[int64](0)
+	}
+	if len(obj.UsageThresholds) == 0 {
+		obj.UsageThresholds = defaultUsageThresholds()
+	}
+	if obj.ProdUsageIncludeSys == nil {
+		obj.ProdUsageIncludeSys = ptr.To(false)
+	}
+	if obj.ProdUsageIncludePrediction == nil {
+		obj.ProdUsageIncludePrediction = ptr.To(false)
+	}
+	if obj.ScoreAccordingProdUsage == nil {
+		obj.ScoreAccordingProdUsage = ptr.To(false)
+	}
+	if obj.EstimatedScalingFactors == nil {
+		obj.EstimatedScalingFactors = map[corev1.ResourceName]int64{}
+	}
+	for name, factor := range defaultEstimatedScalingFactors() {
+		if _, ok := obj.EstimatedScalingFactors[name]; !ok {
+			obj.EstimatedScalingFactors[name] = factor
+		}
+	}
+	if obj.EstimatedSecondsAfterPodScheduled == nil {
+		obj.EstimatedSecondsAfterPodScheduled = ptr.To[int64](0)
+	}
+	if obj.EstimatedSecondsAfterInitialized == nil {
+		obj.EstimatedSecondsAfterInitialized = ptr.To[int64](0)
+	}
+	if obj.AllowCustomizeEstimation == nil {
+		obj.AllowCustomizeEstimation = ptr.To(false)
+	}
+}
+
+// DefaultedLoadAwareArgs returns the default LoadAware args in internal
+// form, for a plugin configured without args.
+func DefaultedLoadAwareArgs() config.LoadAwareArgs {
+	v1Args := &LoadAwareArgs{}
+	SetDefaults_LoadAwareArgs(v1Args)
+	var out config.LoadAwareArgs
+	// The conversion cannot fail: it only copies fields.
+	_ = Convert_v1_LoadAwareArgs_To_config_LoadAwareArgs(v1Args, &out, nil)
+	return out
+}

@@ -1,0 +1,218 @@
+package loadaware
+
+import (
+	"errors"
+	"iter"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+)
+
+// nodeCache is what LoadAware knows per node beyond the scheduler's
+// snapshot: the node's NodeMetric and the pods assigned to it -- bound ones
+// from the pod informer, assumed ones from Reserve -- each estimated once
+// when it arrives. The excess of those pods is summed once and kept until a
+// pod or the metric changes or a forced estimation window ends, so Filter
+// and Score read a few vectors under a per-node lock and allocate nothing.
+type nodeCache struct {
+	cfg *core.Config
+
+	mu    sync.RWMutex
+	nodes map[string]*nodeState
+	// podNode is the node each counted pod is counted on, so that a pod
+	// that moves or goes away is taken off the right node.
+	podNode map[types.UID]string
+}
+
+// nodeState is one node's entry; its fields are guarded by mu.
+type nodeState struct {
+	mu   sync.Mutex
+	pods map[types.UID]*assignedPod
+
+	// load is what the core decisions read; load.Metric is nil while the
+	// node has no NodeMetric. Its other fields are derived and refreshed
+	// by acquire.
+	load core.NodeLoad
+	// node is the Node object load.Allocatable and load.Thresholds were
+	// derived from; a new object in the snapshot derives them again.
+	node *corev1.Node
+	// excessFresh is false after any change of metric or pods; excessUntil
+	// is when a forced window ends and the sums must be redone.
+	excessFresh bool
+	excessUntil time.Time
+}
+
+type assignedPod struct {
+	core.AssignedPod
+	// assumed is true from Reserve until the pod informer shows the pod
+	// bound: only such an entry may be taken back by Unreserve.
+	assumed bool
+}
+
+func newNodeCache(cfg *core.Config) *nodeCache {
+	return &nodeCache{cfg: cfg, nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}}
+}
+
+// get returns a node's state, or nil when LoadAware knows nothing about it.
+func (c *nodeCache) get(name string) *nodeState {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.nodes[name]
+}
+
+// getOrCreate returns a node's state, creating it. Callers hold c.mu.
+func (c *nodeCache) getOrCreateLocked(name string) *nodeState {
+	ns := c.nodes[name]
+	if ns == nil {
+		ns = &nodeState{pods: map[types.UID]*assignedPod{}}
+		c.nodes[name] = ns
+	}
+	return ns
+}
+
+// setMetric records a node's NodeMetric, or its deletion when m is nil.
+func (c *nodeCache) setMetric(name string, m *core.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ns := c.getOrCreateLocked(name)
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	ns.load.Metric = m
+	ns.excessFresh = false
+	c.dropIfEmptyLocked(name, ns)
+}
+
+// assign counts a pod on nodeName: bound (assumed false) or reserved by this
+// scheduler (assumed true). A pod counted on another node is moved. The
+// pod is estimated here, once; scheduledAt is when it was assigned.
+// A malformed estimation annotation is returned for the caller to log.
+func (c *nodeCache) assign(pod *corev1.Pod, nodeName string, assumed bool, scheduledAt time.Time) error {
+	ap, err := c.cfg.NewAssignedPod(pod, scheduledAt)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.podNode[pod.UID]; ok && prev != nodeName {
+		c.removeLocked(pod.UID, false)
+	}
+	ns := c.getOrCreateLocked(nodeName)
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	ns.pods[pod.UID] = &assignedPod{AssignedPod: ap, assumed: assumed}
+	ns.excessFresh = false
+	c.podNode[pod.UID] = nodeName
+	return err
+}
+
+// scheduledAt returns when a counted pod was assigned, and false if it is
+// not counted.
+func (c *nodeCache) scheduledAt(uid types.UID) (time.Time, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	name, ok := c.podNode[uid]
+	if !ok {
+		return time.Time{}, false
+	}
+	ns := c.nodes[name]
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return ns.pods[uid].ScheduledAt, true
+}
+
+// remove stops counting a pod; with onlyAssumed it only takes back a pod
+// still assumed (Unreserve), never one the informer showed bound.
+func (c *nodeCache) remove(uid types.UID, onlyAssumed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(uid, onlyAssumed)
+}
+
+func (c *nodeCache) removeLocked(uid types.UID, onlyAssumed bool) {
+	name, ok := c.podNode[uid]
+	if !ok {
+		return
+	}
+	ns := c.nodes[name]
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if onlyAssumed && !ns.pods[uid].assumed {
+		return
+	}
+	delete(ns.pods, uid)
+	delete(c.podNode, uid)
+	ns.excessFresh = false
+	c.dropIfEmptyLocked(name, ns)
+}
+
+// dropIfEmptyLocked forgets a node LoadAware knows nothing about any more,
+// so deleted nodes do not pile up. Callers hold c.mu and ns.mu.
+func (c *nodeCache) dropIfEmptyLocked(name string, ns *nodeState) {
+	if ns.load.Metric == nil && len(ns.pods) == 0 {
+		delete(c.nodes, name)
+	}
+}
+
+// acquire returns a node's state locked, with its load refreshed for now;
+// the caller reads ns.load and unlocks ns.mu. It returns nil when LoadAware
+// knows nothing about the node. Handing out the locked state rather than a
+// copy of the load keeps Filter and Score from copying half a kilobyte per
+// node. The error is the node's malformed annotations, reported only when
+// the Node object changed, so that a caller logs each once.
+func (c *nodeCache) acquire(node *corev1.Node, now time.Time) (*nodeState, error) {
+	ns := c.get(node.Name)
+	if ns == nil {
+		return nil, nil
+	}
+	ns.mu.Lock()
+	var err error
+	if ns.node != node {
+		var allocErr, thrErr error
+		ns.load.Allocatable, allocErr = c.cfg.Allocatable(node)
+		ns.load.Thresholds, thrErr = c.cfg.NodeThresholds(node)
+		ns.node = node
+		err = errors.Join(allocErr, thrErr)
+	}
+	if m := ns.load.Metric; m != nil && (!ns.excessFresh || !ns.excessUntil.IsZero() && !now.Before(ns.excessUntil)) {
+		ns.load.Excess, ns.load.ProdExcess, ns.excessUntil = core.NodeExcess(ns.podSeq(), m, now)
+		ns.excessFresh = true
+	}
+	return ns, err
+}
+
+// load returns a copy of a node's load at now, for tests and callers off
+// the hot path.
+func (c *nodeCache) load(node *corev1.Node, now time.Time) (core.NodeLoad, error) {
+	ns, err := c.acquire(node, now)
+	if ns == nil {
+		return core.NodeLoad{}, err
+	}
+	defer ns.mu.Unlock()
+	return ns.load, err
+}
+
+func (ns *nodeState) podSeq() iter.Seq[*core.AssignedPod] {
+	return func(yield func(*core.AssignedPod) bool) {
+		for _, p := range ns.pods {
+			if !yield(&p.AssignedPod) {
+				return
+			}
+		}
+	}
+}
+
+// counted returns the pods counted on a node, for tests.
+func (c *nodeCache) counted(name string) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	ns := c.get(name)
+	if ns == nil {
+		return out
+	}
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	for uid, p := range ns.pods {
+		out[uid] = p.assumed
+	}
+	return out
+}

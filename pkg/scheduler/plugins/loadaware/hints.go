@@ -1,0 +1,111 @@
+package loadaware
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+)
+
+// NodeMetricEvents is the event resource of NodeMetrics: plural.version.group,
+// which the scheduler watches with a dynamic informer.
+const NodeMetricEvents fwk.EventResource = "nodemetrics.v1alpha1.waterline.dev"
+
+// EventsToRegister returns the events that may turn a LoadAware refusal
+// into a fit, each with a hint that skips the ones that cannot:
+//
+//   - a NodeMetric added, or updated so that the node reports again, left
+//     forbid-scheduling, or shows less load (core.Config.MayAdmitMore);
+//   - an assigned pod deleted (its excess goes at once), or any pod scaled
+//     down;
+//   - a node added, or its allocatable or LoadAware annotations changed.
+func (pl *LoadAware) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: NodeMetricEvents, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.isSchedulableAfterNodeMetricChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: isSchedulableAfterPodChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeAnnotation}, QueueingHintFn: isSchedulableAfterNodeChange},
+	}, nil
+}
+
+func (pl *LoadAware) isSchedulableAfterNodeMetricChange(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	cur, err := toNodeMetric(newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	var old *core.Metric
+	if oldObj != nil {
+		prev, err := toNodeMetric(oldObj)
+		if err != nil {
+			return fwk.Queue, err
+		}
+		old = pl.cfg.NewMetric(prev)
+	}
+	if pl.cfg.MayAdmitMore(old, pl.cfg.NewMetric(cur)) {
+		logger.V(5).Info("NodeMetric change may make the pod schedulable", "pod", klog.KObj(pod), "node", klog.KRef("", cur.Name))
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// toNodeMetric accepts the scheduler's dynamic-informer objects and typed
+// ones.
+func toNodeMetric(obj any) (*v1alpha1.NodeMetric, error) {
+	switch o := obj.(type) {
+	case *v1alpha1.NodeMetric:
+		return o, nil
+	case *unstructured.Unstructured:
+		nm := &v1alpha1.NodeMetric{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, nm); err != nil {
+			return nil, fmt.Errorf("converting NodeMetric %s: %w", o.GetName(), err)
+		}
+		return nm, nil
+	}
+	return nil, fmt.Errorf("want a NodeMetric, got %T", obj)
+}
+
+func isSchedulableAfterPodChange(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	if newObj != nil {
+		// Scaled down: a smaller pod (this one, or one already on a node)
+		// means a smaller estimate.
+		return fwk.Queue, nil
+	}
+	deleted, ok := oldObj.(*corev1.Pod)
+	if !ok {
+		return fwk.Queue, fmt.Errorf("want a deleted Pod, got %T", oldObj)
+	}
+	if deleted.Spec.NodeName == "" {
+		return fwk.QueueSkip, nil
+	}
+	logger.V(5).Info("Deleted pod frees load", "pod", klog.KObj(pod), "deleted", klog.KObj(deleted), "node", deleted.Spec.NodeName)
+	return fwk.Queue, nil
+}
+
+func isSchedulableAfterNodeChange(_ klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	cur, ok := newObj.(*corev1.Node)
+	if !ok {
+		return fwk.Queue, fmt.Errorf("want a Node, got %T", newObj)
+	}
+	old, ok := oldObj.(*corev1.Node)
+	if !ok || old == nil {
+		return fwk.Queue, nil
+	}
+	for _, key := range []string{extension.AnnotationUsageThresholds, extension.AnnotationRawAllocatable} {
+		if old.Annotations[key] != cur.Annotations[key] {
+			return fwk.Queue, nil
+		}
+	}
+	for name, q := range cur.Status.Allocatable {
+		if prev, ok := old.Status.Allocatable[name]; !ok || q.Cmp(prev) > 0 {
+			return fwk.Queue, nil
+		}
+	}
+	return fwk.QueueSkip, nil
+}

@@ -1,0 +1,307 @@
+// Package loadaware is the LoadAware scheduler plugin (seed 001): it keeps
+// pods off nodes whose real load -- the NodeMetric the node's agent
+// reports, plus what pods assigned since then will add -- would cross a
+// threshold, prefers the least loaded nodes, and keeps Batch and Free pods
+// off nodes the agent put in forbid-scheduling state (seed 002).
+//
+// It is the framework adapter of pkg/core/loadaware, which makes every
+// decision; this package feeds it from informers (NodeMetrics, pods), keeps
+// the assumed-pod cache that spreads a burst of pods over cold nodes, and
+// turns verdicts into statuses. It must never refuse a DaemonSet pod for
+// load, never let preemption evict pods for a node it refused for reported
+// usage, and never keep load for a pod that is gone.
+package loadaware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
+
+	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
+	"github.com/waterline-dev/waterline/pkg/client/informers/externalversions"
+	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/scheduler/apis/config"
+	// Registers LoadAwareArgs with kube-scheduler's scheme, so that any
+	// binary that registers this plugin can also read its args.
+	_ "github.com/waterline-dev/waterline/pkg/scheduler/apis/config/scheme"
+	configv1 "github.com/waterline-dev/waterline/pkg/scheduler/apis/config/v1"
+	"github.com/waterline-dev/waterline/pkg/scheduler/apis/config/validation"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration.
+const Name = "LoadAware"
+
+// preFilterStateKey is where PreFilter leaves the pod's estimate.
+const preFilterStateKey fwk.StateKey = "PreFilter" + Name
+
+// metricSyncTimeout bounds how long New waits for the NodeMetric informer:
+// scheduling blind to load is worse than a scheduler that does not start,
+// and a missing CRD would otherwise hang the start for ever.
+const metricSyncTimeout = time.Minute
+
+var (
+	_ fwk.PreFilterPlugin   = &LoadAware{}
+	_ fwk.FilterPlugin      = &LoadAware{}
+	_ fwk.ScorePlugin       = &LoadAware{}
+	_ fwk.ReservePlugin     = &LoadAware{}
+	_ fwk.EnqueueExtensions = &LoadAware{}
+	_ fwk.SignPlugin        = &LoadAware{}
+)
+
+// LoadAware is the plugin; see the package doc.
+type LoadAware struct {
+	cfg     *core.Config
+	clock   clock.PassiveClock
+	cache   *nodeCache
+	reasons reasons
+	// stopped is closed once the NodeMetric informers have stopped.
+	stopped chan struct{}
+}
+
+// New builds the plugin from its args (nil for the defaults), validates
+// them again, and starts watching NodeMetrics with the handle's kubeconfig
+// until ctx ends.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := argsOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	if h.KubeConfig() == nil {
+		return nil, errors.New("LoadAware needs the scheduler's kubeconfig to watch NodeMetrics")
+	}
+	client, err := versioned.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating the waterline.dev client: %w", err)
+	}
+	return newPlugin(ctx, args, h, client, clock.RealClock{})
+}
+
+// argsOf returns the internal args, validated.
+func argsOf(obj runtime.Object) (*config.LoadAwareArgs, error) {
+	var args config.LoadAwareArgs
+	switch a := obj.(type) {
+	case nil:
+		args = configv1.DefaultedLoadAwareArgs()
+	case *config.LoadAwareArgs:
+		if a == nil {
+			args = configv1.DefaultedLoadAwareArgs()
+			break
+		}
+		args = *a
+	default:
+		return nil, fmt.Errorf("want args of type LoadAwareArgs, got %T", obj)
+	}
+	if err := validation.ValidateLoadAwareArgs(nil, &args).ToAggregate(); err != nil {
+		return nil, fmt.Errorf("invalid LoadAware args: %w", err)
+	}
+	return &args, nil
+}
+
+// coreSpec is the core's view of the args.
+func coreSpec(args *config.LoadAwareArgs) core.Spec {
+	s := core.Spec{
+		NodeMetricExpiration:                 time.Duration(args.NodeMetricExpirationSeconds) * time.Second,
+		EnableScheduleWhenNodeMetricsExpired: args.EnableScheduleWhenNodeMetricsExpired,
+		ResourceWeights:                      args.ResourceWeights,
+		DominantResourceWeight:               args.DominantResourceWeight,
+		UsageThresholds:                      args.UsageThresholds,
+		ProdUsageThresholds:                  args.ProdUsageThresholds,
+		ProdUsageIncludeSys:                  args.ProdUsageIncludeSys,
+		ProdUsageIncludePrediction:           args.ProdUsageIncludePrediction,
+		ScoreAccordingProdUsage:              args.ScoreAccordingProdUsage,
+		EstimatedScalingFactors:              args.EstimatedScalingFactors,
+		EstimatedAfterPodScheduled:           time.Duration(args.EstimatedSecondsAfterPodScheduled) * time.Second,
+		EstimatedAfterInitialized:            time.Duration(args.EstimatedSecondsAfterInitialized) * time.Second,
+		AllowCustomizeEstimation:             args.AllowCustomizeEstimation,
+		SupportedResources:                   args.SupportedResources,
+	}
+	if a := args.Aggregated; a != nil {
+		s.AggregatedUsageThresholds = a.UsageThresholds
+		s.UsageAggregation = core.Aggregation{Type: a.UsageAggregationType, Duration: a.UsageAggregatedDuration.Duration}
+		s.ScoreAggregation = core.Aggregation{Type: a.ScoreAggregationType, Duration: a.ScoreAggregatedDuration.Duration}
+	}
+	return s
+}
+
+// newPlugin is New with the waterline.dev client and the clock given, for
+// tests.
+func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, client versioned.Interface, clk clock.PassiveClock) (*LoadAware, error) {
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	cfg, err := core.NewConfig(coreSpec(args))
+	if err != nil {
+		return nil, fmt.Errorf("invalid LoadAware args: %w", err)
+	}
+	pl := &LoadAware{
+		cfg:     cfg,
+		clock:   clk,
+		cache:   newNodeCache(cfg),
+		reasons: newReasons(&cfg.Resources),
+		stopped: make(chan struct{}),
+	}
+
+	// The handle's pod informer is started by the scheduler after all
+	// plugins are built, and synced before the first pod is scheduled.
+	podInformer := h.SharedInformerFactory().Core().V1().Pods().Informer()
+	if _, err := podInformer.AddEventHandler(pl.podHandler(logger)); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	metricInformer := factory.Waterline().V1alpha1().NodeMetrics().Informer()
+	if _, err := metricInformer.AddEventHandler(pl.metricHandler(logger)); err != nil {
+		return nil, fmt.Errorf("watching NodeMetrics: %w", err)
+	}
+	factory.Start(ctx.Done())
+	go func() {
+		defer close(pl.stopped)
+		<-ctx.Done()
+		factory.Shutdown()
+	}()
+	syncCtx, cancel := context.WithTimeout(ctx, metricSyncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), metricInformer.HasSynced) {
+		return nil, fmt.Errorf("NodeMetrics not listed within %s (is the NodeMetric CRD installed, and may the scheduler list and watch nodemetrics.waterline.dev?): %w",
+			metricSyncTimeout, context.Cause(syncCtx))
+	}
+	logger.Info("Watching NodeMetrics", "resources", cfg.Resources.Names())
+	return pl, nil
+}
+
+// Name returns the plugin's name.
+func (pl *LoadAware) Name() string { return Name }
+
+// preFilterState is the incoming pod, estimated once per cycle, and the
+// cycle's time, so every node is judged at the same instant.
+type preFilterState struct {
+	pod core.PodLoad
+	now time.Time
+}
+
+// Clone shares the state: nothing changes it after PreFilter.
+func (s *preFilterState) Clone() fwk.StateData { return s }
+
+// PreFilter estimates the pod. DaemonSet pods skip Filter: they must run on
+// their node whatever its load.
+func (pl *LoadAware) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	s := pl.estimate(ctx, pod)
+	state.Write(preFilterStateKey, s)
+	if s.pod.DaemonSet {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: the nodes' pods in the snapshot do not
+// enter LoadAware's arithmetic (its load comes from NodeMetrics and its own
+// cache), so adding or removing them changes nothing.
+func (pl *LoadAware) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func (pl *LoadAware) estimate(ctx context.Context, pod *corev1.Pod) *preFilterState {
+	load, err := pl.cfg.NewPodLoad(pod)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Estimating pod load with defaults", "pod", klog.KObj(pod), "err", err)
+	}
+	return &preFilterState{pod: load, now: pl.clock.Now()}
+}
+
+// stateOf returns the PreFilter state, or estimates the pod when PreFilter
+// did not run (the plugin enabled for Score only).
+func (pl *LoadAware) stateOf(ctx context.Context, state fwk.CycleState, pod *corev1.Pod) *preFilterState {
+	if data, err := state.Read(preFilterStateKey); err == nil {
+		if s, ok := data.(*preFilterState); ok {
+			return s
+		}
+	}
+	return pl.estimate(ctx, pod)
+}
+
+// Filter refuses the node when the pod would take its load over a
+// threshold, when its NodeMetric expired, or when it is in forbid-scheduling
+// state and the pod is Batch or Free. Every refusal is
+// UnschedulableAndUnresolvable: preemption cannot lower reported usage.
+func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s := pl.stateOf(ctx, state, pod)
+	node := nodeInfo.Node()
+	if node == nil {
+		return fwk.NewStatus(fwk.Error, "node not found")
+	}
+	ns, err := pl.cache.acquire(node, s.now)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Ignoring node annotation", "node", klog.KObj(node))
+	}
+	if ns == nil {
+		// No NodeMetric and no pods: the load is unknown, the node fits.
+		return nil
+	}
+	defer ns.mu.Unlock()
+	v := pl.cfg.Filter(&s.pod, &ns.load, s.now)
+	if v.Reason == core.Fit {
+		return nil
+	}
+	reasons := pl.reasons.of(v)
+	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
+		j := pl.cfg.Judge(&s.pod, &ns.load, s.now)
+		n := pl.cfg.Resources.Len()
+		logger.Info("Node refused by load", "pod", klog.KObj(pod), "node", klog.KObj(node), "reasons", reasons,
+			"estimated", pl.cfg.Resources.List(j.Estimated), "percent", j.Percent[:n], "thresholds", j.Thresholds[:n])
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons...)
+}
+
+// Score ranks the node by how little of it would be used with the pod; see
+// core.Config.Score.
+func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	s := pl.stateOf(ctx, state, pod)
+	node := nodeInfo.Node()
+	if node == nil {
+		return 0, fwk.NewStatus(fwk.Error, "node not found")
+	}
+	ns, err := pl.cache.acquire(node, s.now)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Ignoring node annotation", "node", klog.KObj(node))
+	}
+	if ns == nil {
+		// No NodeMetric and no pods: the load is unknown.
+		return 0, nil
+	}
+	defer ns.mu.Unlock()
+	return pl.cfg.Score(&s.pod, &ns.load, s.now), nil
+}
+
+// ScoreExtensions returns nil: scores are already 0-100.
+func (pl *LoadAware) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// Reserve counts the pod on the node at once, so the next pods of a burst
+// see it before the NodeMetric does.
+func (pl *LoadAware) Reserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	if err := pl.cache.assign(pod, nodeName, true, pl.clock.Now()); err != nil {
+		klog.FromContext(ctx).V(2).Info("Estimating pod load with defaults", "pod", klog.KObj(pod), "err", err)
+	}
+	return nil
+}
+
+// Unreserve takes back what Reserve counted, unless the pod informer has
+// already seen the pod bound.
+func (pl *LoadAware) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	pl.cache.remove(pod.UID, true)
+}
+
+// SignPod lets the scheduler batch pods that LoadAware sees as equal: same
+// estimate and band flags. A pod's placement only changes the load of the
+// node it goes to, which is what batching assumes.
+func (pl *LoadAware) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	load, _ := pl.cfg.NewPodLoad(pod)
+	return []fwk.SignFragment{{Key: "waterline.dev/" + Name + ".PodLoad()", Value: load}}, nil
+}
+
+// Stopped is closed once the plugin's NodeMetric informers have stopped,
+// after the context given to New ended.
+func (pl *LoadAware) Stopped() <-chan struct{} { return pl.stopped }

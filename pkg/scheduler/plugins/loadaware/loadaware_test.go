@@ -1,0 +1,497 @@
+package loadaware
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/scheduler/apis/config"
+)
+
+func TestMaxScoreIsTheFrameworks(t *testing.T) {
+	if core.MaxScore != fwk.MaxNodeScore {
+		t.Errorf("core.MaxScore = %d, want fwk.MaxNodeScore = %d", core.MaxScore, fwk.MaxNodeScore)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	// The node has 16 cores and 64Gi; defaults: cpu 65 %, memory 95 %.
+	// The incoming 1-core, 1Gi pod is estimated at 850m and 0.7Gi.
+	daemonSet := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}
+	tests := []struct {
+		name       string
+		args       func(*config.LoadAwareArgs)
+		node       *corev1.Node
+		metric     *v1alpha1.NodeMetric // nil: the node has no NodeMetric
+		pod        *corev1.Pod
+		wantCode   fwk.Code
+		wantReason []string
+	}{{
+		name:   "a cool node fits",
+		node:   node16("n").Obj(),
+		metric: metric("n", t0).usage("8", "32Gi").obj(),
+		pod:    pod("p", "1", "1Gi").Obj(),
+		// (8 + 0.85) / 16 = 55.3 % → 55 ≤ 65.
+		wantCode: fwk.Success,
+	}, {
+		name:   "a hot node is refused for cpu",
+		node:   node16("n").Obj(),
+		metric: metric("n", t0).usage("10", "32Gi").obj(),
+		pod:    pod("p", "1", "1Gi").Obj(),
+		// (10 + 0.85) / 16 = 67.8 % → 68 > 65.
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{"node(s) cpu usage exceed threshold"},
+	}, {
+		name:   "a node short of memory is refused for memory",
+		node:   node16("n").Obj(),
+		metric: metric("n", t0).usage("1", "61Gi").obj(),
+		pod:    pod("p", "1", "1Gi").Obj(),
+		// (61 + 0.7) / 64 = 96.4 % → 96 > 95.
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{"node(s) memory usage exceed threshold"},
+	}, {
+		name:     "a node without a NodeMetric fits",
+		node:     node16("n").Obj(),
+		pod:      pod("p", "1", "1Gi").Obj(),
+		wantCode: fwk.Success,
+	}, {
+		name:   "a stale NodeMetric is refused",
+		node:   node16("n").Obj(),
+		metric: metric("n", t0.Add(-3*time.Minute)).usage("1", "1Gi").obj(),
+		pod:    pod("p", "1", "1Gi").Obj(),
+		// Reported at t0 − 180 s, now t0 + 10 s: 190 s ≥ 180 s.
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{ReasonNodeMetricExpired},
+	}, {
+		name:     "a stale NodeMetric fits when allowed",
+		args:     func(a *config.LoadAwareArgs) { a.EnableScheduleWhenNodeMetricsExpired = true },
+		node:     node16("n").Obj(),
+		metric:   metric("n", t0.Add(-3*time.Minute)).usage("15", "60Gi").obj(),
+		pod:      pod("p", "1", "1Gi").Obj(),
+		wantCode: fwk.Success,
+	}, {
+		name:     "a DaemonSet pod passes a hot node",
+		node:     node16("n").Obj(),
+		metric:   metric("n", t0).usage("15", "60Gi").forbid().obj(),
+		pod:      pod("p", "1", "1Gi").OwnerReference("ds", daemonSet).Label(extension.LabelBand, "batch").Obj(),
+		wantCode: fwk.Success,
+	}, {
+		name:       "a Batch pod is refused on a forbid-scheduling node",
+		node:       node16("n").Obj(),
+		metric:     metric("n", t0).usage("1", "1Gi").forbid().obj(),
+		pod:        batchPod("p").Obj(),
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{ReasonForbidScheduling},
+	}, {
+		name:     "a Prod pod lands on a forbid-scheduling node",
+		node:     node16("n").Obj(),
+		metric:   metric("n", t0).usage("1", "1Gi").forbid().obj(),
+		pod:      pod("p", "1", "1Gi").Obj(),
+		wantCode: fwk.Success,
+	}, {
+		name:   "the node's threshold annotation wins",
+		node:   node16("n").Annotation(extension.AnnotationUsageThresholds, `{"usageThresholds":{"cpu":50}}`).Obj(),
+		metric: metric("n", t0).usage("8", "32Gi").obj(),
+		pod:    pod("p", "1", "1Gi").Obj(),
+		// 55 % > 50 %; memory is not judged on this node any more.
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{"node(s) cpu usage exceed threshold"},
+	}, {
+		name:     "a malformed threshold annotation is ignored",
+		node:     node16("n").Annotation(extension.AnnotationUsageThresholds, `{"usageThresholds":`).Obj(),
+		metric:   metric("n", t0).usage("8", "32Gi").obj(),
+		pod:      pod("p", "1", "1Gi").Obj(),
+		wantCode: fwk.Success,
+	}, {
+		name:   "the raw-allocatable annotation replaces allocatable",
+		node:   node16("n").Annotation(extension.AnnotationRawAllocatable, `{"cpu":"32"}`).Obj(),
+		metric: metric("n", t0).usage("10", "32Gi").obj(),
+		pod:    pod("p", "1", "1Gi").Obj(),
+		// (10 + 0.85) / 32 = 33.9 % → 34 ≤ 65.
+		wantCode: fwk.Success,
+	}, {
+		name: "Prod thresholds: a Prod pod ignores Batch load",
+		args: func(a *config.LoadAwareArgs) { a.ProdUsageThresholds = map[corev1.ResourceName]int64{"cpu": 55} },
+		node: node16("n").Obj(),
+		metric: metric("n", t0).usage("14", "32Gi").
+			pod("ns", "prod", extension.BandProd, "4", "8Gi").
+			pod("ns", "batch", extension.BandBatch, "10", "24Gi").
+			prodPeak("9", "10Gi").obj(),
+		pod: pod("p", "1", "1Gi").Obj(),
+		// Prod usage (4 + 0.85) / 16 = 30.3 % → 30 ≤ 55.
+		wantCode: fwk.Success,
+	}, {
+		name: "Prod thresholds with prediction: the predicted peak counts",
+		args: func(a *config.LoadAwareArgs) {
+			a.ProdUsageThresholds = map[corev1.ResourceName]int64{"cpu": 55}
+			a.ProdUsageIncludePrediction = true
+		},
+		node: node16("n").Obj(),
+		metric: metric("n", t0).usage("14", "32Gi").
+			pod("ns", "prod", extension.BandProd, "4", "8Gi").
+			pod("ns", "batch", extension.BandBatch, "10", "24Gi").
+			prodPeak("9", "10Gi").obj(),
+		pod: pod("p", "1", "1Gi").Obj(),
+		// max(4, 9) + 0.85 = 9.85 / 16 = 61.6 % → 62 > 55.
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{"node(s) cpu prod usage exceed threshold"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := defaultArgs()
+			if tc.args != nil {
+				tc.args(args)
+			}
+			var metrics []*v1alpha1.NodeMetric
+			if tc.metric != nil {
+				metrics = append(metrics, tc.metric)
+			}
+			e := newEnv(t, args, []*corev1.Node{tc.node}, nil, metrics...)
+			got := e.filter(tc.pod, "n")
+			if got.Code() != tc.wantCode {
+				t.Fatalf("Filter = %v, want code %v", got, tc.wantCode)
+			}
+			if tc.wantReason == nil {
+				return
+			}
+			if diff := cmp.Diff(tc.wantReason, got.Reasons()); diff != "" {
+				t.Errorf("Filter reasons (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestScorePrefersLeastUsed(t *testing.T) {
+	nodes := []*corev1.Node{node16("cold").Obj(), node16("warm").Obj(), node16("hot").Obj(), node16("unknown").Obj(), node16("stale").Obj()}
+	e := newEnv(t, nil, nodes, nil,
+		metric("cold", t0).usage("2", "8Gi").obj(),
+		metric("warm", t0).usage("6", "8Gi").obj(),
+		metric("hot", t0).usage("10", "8Gi").obj(),
+		metric("stale", t0.Add(-time.Hour)).usage("0", "0").obj(),
+	)
+	got := e.scores(pod("p", "1", "1Gi").Obj(), "cold", "warm", "hot", "unknown", "stale")
+	// memory (8 + 0.7)Gi / 64Gi → ⌊(64 − 8.7) × 100 / 64⌋ = 86 everywhere;
+	// cold: cpu 2.85 → ⌊13.15 × 100 / 16⌋ = 82 → (82 + 86) / 2 = 84;
+	// warm: 6.85 → 57 → 71; hot: 10.85 → 32 → 59; unknown and stale: 0.
+	want := map[string]int64{"cold": 84, "warm": 71, "hot": 59, "unknown": 0, "stale": 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("scores (-want +got):\n%s", diff)
+	}
+}
+
+func TestReserveSpreadsABurst(t *testing.T) {
+	// Two equally cool nodes and ten 1-core pods (850m estimated each):
+	// each Reserve makes its node look busier to the next pod, so they
+	// alternate instead of piling onto the node that scored best first.
+	e := newEnv(t, nil, []*corev1.Node{node16("a").Obj(), node16("b").Obj()}, nil,
+		metric("a", t0).usage("2", "8Gi").obj(),
+		metric("b", t0).usage("2", "8Gi").obj(),
+	)
+	count := map[string]int{}
+	for i := range 10 {
+		node := e.schedule(pod("p"+string(rune('0'+i)), "1", "1Gi").Obj(), "a", "b")
+		count[node]++
+	}
+	// a, b, a, b, ...: after a takes one, a scores with 2 + 0.85 + 0.85 cores
+	// against b's 2 + 0.85.
+	if diff := cmp.Diff(map[string]int{"a": 5, "b": 5}, count); diff != "" {
+		t.Errorf("pods per node (-want +got):\n%s", diff)
+	}
+}
+
+func TestReserveAndUnreserve(t *testing.T) {
+	// 8 cores used of 16: one 2-core pod (1.7 estimated) fits, a second
+	// one does not until the first is taken back.
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil, metric("n", t0).usage("8", "8Gi").obj())
+	first, second := pod("first", "2", "1Gi").Obj(), pod("second", "2", "1Gi").Obj()
+	if got := e.schedule(first, "n"); got != "n" {
+		t.Fatalf("first pod scheduled on %q, want n", got)
+	}
+	// 8 + 1.7 + 1.7 = 11.4 / 16 = 71 % > 65.
+	if s := e.filter(second, "n"); s.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("second pod after the first was reserved: %v, want refused", s)
+	}
+	e.fw.RunReservePluginsUnreserve(e.ctx, framework.NewCycleState(), first, "n")
+	// 8 + 1.7 = 9.7 / 16 = 61 % ≤ 65.
+	if s := e.filter(second, "n"); !s.IsSuccess() {
+		t.Errorf("second pod after the first was unreserved: %v, want it to fit", s)
+	}
+}
+
+func TestAssignedPodsLeaveNoGhostLoad(t *testing.T) {
+	ctx := t.Context()
+	// Node n: 6 cores used of 16. A 4-core pod is estimated at 3.4 cores,
+	// the incoming 2-core pod at 1.7: 6 + 3.4 + 1.7 = 11.1 / 16 = 69 %
+	// (refused) while the 4-core pod counts; 6 + 1.7 = 48 % (fits) when it
+	// does not.
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj(), node16("other").Obj()}, nil,
+		metric("n", t0).usage("6", "8Gi").obj(),
+		metric("other", t0).usage("1", "1Gi").obj(),
+	)
+	incoming := pod("incoming", "2", "1Gi").Obj()
+	big := pod("big", "4", "1Gi").Obj()
+	fits := func(want bool, when string) {
+		t.Helper()
+		if got := e.filter(incoming, "n").IsSuccess(); got != want {
+			t.Errorf("%s: incoming pod fits = %v, want %v", when, got, want)
+		}
+	}
+	counted := func(node string, uid types.UID) func() bool {
+		return func() bool { _, ok := e.pl.cache.counted(node)[uid]; return ok }
+	}
+	fits(true, "before anything")
+
+	// Reserved: counted at once.
+	e.schedule(big, "n")
+	fits(false, "after Reserve")
+
+	// Bound in the API: the informer confirms it; Unreserve can no longer
+	// take it back.
+	bound := big.DeepCopy()
+	bound.Spec.NodeName = "n"
+	bound.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(5 * time.Second))}}
+	if _, err := e.kube.CoreV1().Pods("ns").Create(ctx, bound, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the bound pod counted as bound", func() bool { return e.pl.cache.counted("n")[big.UID] == false && counted("n", big.UID)() })
+	e.fw.RunReservePluginsUnreserve(ctx, framework.NewCycleState(), big, "n")
+	fits(false, "after a late Unreserve of a bound pod")
+
+	// Reported by the agent at t0 + 2m, scheduled at t0 + 5 s, more than a
+	// report interval (60 s) before: its 3 cores are inside the 8 cores of
+	// node usage, nothing is added: 8 + 1.7 = 9.7 / 16 = 61 % fits (counted
+	// twice it would be 8 + 3.4 + 1.7 = 82 %).
+	reported := metric("n", t0.Add(2*time.Minute)).usage("8", "8Gi").pod("ns", "big", extension.BandProd, "3", "1Gi").obj()
+	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Update(ctx, reported, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the new NodeMetric", func() bool { return e.metricSeen("n", t0.Add(2*time.Minute)) })
+	e.clock.SetTime(t0.Add(2*time.Minute + 10*time.Second))
+	fits(true, "once the NodeMetric reports the pod")
+
+	// Deleted: gone from the cache.
+	e.clock.SetTime(t0.Add(10 * time.Second))
+	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Update(ctx, metric("n", t0).usage("6", "8Gi").obj(), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the older NodeMetric", func() bool { return e.metricSeen("n", t0) })
+	fits(false, "before the pod is deleted")
+	if err := e.kube.CoreV1().Pods("ns").Delete(ctx, "big", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the deleted pod forgotten", func() bool { return !counted("n", big.UID)() })
+	fits(true, "after the pod is deleted")
+
+	// Reserved on n, but bound elsewhere (another scheduler won the race):
+	// counted where it runs only.
+	moved := pod("moved", "4", "1Gi").Obj()
+	e.schedule(moved, "n")
+	fits(false, "after Reserve of the moving pod")
+	elsewhere := moved.DeepCopy()
+	elsewhere.Spec.NodeName = "other"
+	if _, err := e.kube.CoreV1().Pods("ns").Create(ctx, elsewhere, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the pod counted on the other node", counted("other", moved.UID))
+	if counted("n", moved.UID)() {
+		t.Errorf("pod bound to other is still counted on n")
+	}
+	fits(true, "after the pod was bound elsewhere")
+
+	// Finished: not counted any more.
+	done := elsewhere.DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	if _, err := e.kube.CoreV1().Pods("ns").UpdateStatus(ctx, done, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the finished pod forgotten", func() bool { return !counted("other", moved.UID)() })
+}
+
+func TestNodeMetricExpiresWithTime(t *testing.T) {
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil, metric("n", t0).usage("1", "1Gi").obj())
+	p := pod("p", "1", "1Gi").Obj()
+	e.clock.SetTime(t0.Add(179 * time.Second))
+	if s := e.filter(p, "n"); !s.IsSuccess() {
+		t.Errorf("179 s after the report: %v, want a fit", s)
+	}
+	e.clock.SetTime(t0.Add(180 * time.Second))
+	if s := e.filter(p, "n"); s.Code() != fwk.UnschedulableAndUnresolvable || s.Reasons()[0] != ReasonNodeMetricExpired {
+		t.Errorf("180 s after the report: %v, want refused as expired", s)
+	}
+	if got := e.scores(p, "n")["n"]; got != 0 {
+		t.Errorf("score of a node with an expired NodeMetric = %d, want 0", got)
+	}
+}
+
+func TestForcedEstimationWindowEnds(t *testing.T) {
+	// A 4-core pod bound at t0 − 5m and reported at 3 cores: with a 10-minute
+	// window after scheduling, its estimate (3.4) stands in for its usage
+	// until t0 + 5m: 8 + (3.4 − 3) + 0.85 = 9.25 / 16 = 57.8 % → 58 refused
+	// against a 57 % threshold; after the window 8 + 0.85 = 55 % fits.
+	args := defaultArgs()
+	args.EstimatedSecondsAfterPodScheduled = 600
+	args.UsageThresholds["cpu"] = 57
+	bound := pod("bound", "4", "1Gi").Node("n").
+		Condition(corev1.PodScheduled, corev1.ConditionTrue, "").Obj()
+	bound.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(-5 * time.Minute))
+	e := newEnv(t, args, []*corev1.Node{node16("n").Obj()}, []*corev1.Pod{bound},
+		metric("n", t0).usage("8", "8Gi").pod("ns", "bound", extension.BandProd, "3", "1Gi").obj())
+	e.eventually("the bound pod counted", func() bool { _, ok := e.pl.cache.counted("n")[bound.UID]; return ok })
+	p := pod("p", "1", "1Gi").Obj()
+	if s := e.filter(p, "n"); s.IsSuccess() {
+		t.Errorf("inside the window: fits, want refused")
+	}
+	e.clock.SetTime(t0.Add(5*time.Minute + time.Second))
+	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Update(e.ctx, metric("n", t0.Add(5*time.Minute)).usage("8", "8Gi").pod("ns", "bound", extension.BandProd, "3", "1Gi").obj(), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the new NodeMetric", func() bool { return e.metricSeen("n", t0.Add(5*time.Minute)) })
+	if s := e.filter(p, "n"); !s.IsSuccess() {
+		t.Errorf("after the window: %v, want a fit", s)
+	}
+}
+
+func TestSignPod(t *testing.T) {
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil)
+	sign := func(p *corev1.Pod) any {
+		f, s := e.pl.SignPod(e.ctx, p)
+		if !s.IsSuccess() || len(f) != 1 {
+			t.Fatalf("SignPod = %v, %v", f, s)
+		}
+		return f[0].Value
+	}
+	a, b, c := sign(pod("a", "1", "1Gi").Obj()), sign(pod("b", "1", "1Gi").Obj()), sign(pod("c", "2", "1Gi").Obj())
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("equal pods sign differently:\n%s", diff)
+	}
+	if cmp.Equal(a, c) {
+		t.Errorf("pods with different estimates sign the same: %v", a)
+	}
+}
+
+func TestNewRejectsInvalidArgs(t *testing.T) {
+	bad := defaultArgs()
+	bad.NodeMetricExpirationSeconds = 0
+	bad.UsageThresholds["cpu"] = 120
+	_, err := argsOf(bad)
+	for _, want := range []string{"nodeMetricExpirationSeconds", "usageThresholds[cpu]"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("argsOf(invalid) = %v, want an error naming %s", err, want)
+		}
+	}
+	if _, err := argsOf(&config.BandPreemptionArgs{}); err == nil {
+		t.Errorf("argsOf(BandPreemptionArgs) succeeded, want a type error")
+	}
+	if a, err := argsOf(nil); err != nil || a.NodeMetricExpirationSeconds != 180 {
+		t.Errorf("argsOf(nil) = %+v, %v, want the defaults", a, err)
+	}
+}
+
+func TestStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	kube := kubefake.NewClientset()
+	informerFactory := informers.NewSharedInformerFactory(kube, 0)
+	fh, err := frameworkruntime.NewFramework(ctx, nil, nil, frameworkruntime.WithInformerFactory(informerFactory))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := newPlugin(ctx, defaultArgs(), fh, newWaterlineClient(), testingclock.NewFakeClock(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-pl.Stopped():
+		t.Fatal("stopped before its context ended")
+	default:
+	}
+	cancel()
+	select {
+	case <-pl.Stopped():
+	case <-time.After(10 * time.Second):
+		t.Fatal("NodeMetric informers still running 10 s after the context ended")
+	}
+}
+
+func TestNewFailsWhenNodeMetricsCannotBeListed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	wl := newWaterlineClient()
+	wl.PrependReactor("list", "nodemetrics", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("the server could not find the requested resource")
+	})
+	fh, err := frameworkruntime.NewFramework(ctx, nil, nil, frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(kubefake.NewClientset(), 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newPlugin(ctx, defaultArgs(), fh, wl, testingclock.NewFakeClock(t0))
+	if err == nil || !strings.Contains(err.Error(), "NodeMetric CRD") {
+		t.Errorf("newPlugin without NodeMetrics = %v, want an error that points at the CRD", err)
+	}
+}
+
+func TestCoreSpecCarriesEveryArg(t *testing.T) {
+	args := &config.LoadAwareArgs{
+		NodeMetricExpirationSeconds:          120,
+		EnableScheduleWhenNodeMetricsExpired: true,
+		ResourceWeights:                      map[corev1.ResourceName]int64{"cpu": 2},
+		DominantResourceWeight:               3,
+		UsageThresholds:                      map[corev1.ResourceName]int64{"cpu": 70},
+		ProdUsageThresholds:                  map[corev1.ResourceName]int64{"cpu": 55},
+		ProdUsageIncludeSys:                  true,
+		ProdUsageIncludePrediction:           true,
+		ScoreAccordingProdUsage:              true,
+		EstimatedScalingFactors:              map[corev1.ResourceName]int64{"cpu": 80},
+		EstimatedSecondsAfterPodScheduled:    30,
+		EstimatedSecondsAfterInitialized:     20,
+		AllowCustomizeEstimation:             true,
+		Aggregated: &config.LoadAwareAggregatedArgs{
+			UsageThresholds:         map[corev1.ResourceName]int64{"cpu": 75},
+			UsageAggregationType:    v1alpha1.AggregationP95,
+			UsageAggregatedDuration: metav1.Duration{Duration: 5 * time.Minute},
+			ScoreAggregationType:    v1alpha1.AggregationAvg,
+			ScoreAggregatedDuration: metav1.Duration{Duration: 10 * time.Minute},
+		},
+		SupportedResources: []corev1.ResourceName{"nvidia.com/gpu"},
+	}
+	want := core.Spec{
+		NodeMetricExpiration:                 120 * time.Second,
+		EnableScheduleWhenNodeMetricsExpired: true,
+		ResourceWeights:                      map[corev1.ResourceName]int64{"cpu": 2},
+		DominantResourceWeight:               3,
+		UsageThresholds:                      map[corev1.ResourceName]int64{"cpu": 70},
+		ProdUsageThresholds:                  map[corev1.ResourceName]int64{"cpu": 55},
+		ProdUsageIncludeSys:                  true,
+		ProdUsageIncludePrediction:           true,
+		ScoreAccordingProdUsage:              true,
+		EstimatedScalingFactors:              map[corev1.ResourceName]int64{"cpu": 80},
+		EstimatedAfterPodScheduled:           30 * time.Second,
+		EstimatedAfterInitialized:            20 * time.Second,
+		AllowCustomizeEstimation:             true,
+		AggregatedUsageThresholds:            map[corev1.ResourceName]int64{"cpu": 75},
+		UsageAggregation:                     core.Aggregation{Type: v1alpha1.AggregationP95, Duration: 5 * time.Minute},
+		ScoreAggregation:                     core.Aggregation{Type: v1alpha1.AggregationAvg, Duration: 10 * time.Minute},
+		SupportedResources:                   []corev1.ResourceName{"nvidia.com/gpu"},
+	}
+	if diff := cmp.Diff(want, coreSpec(args)); diff != "" {
+		t.Errorf("coreSpec (-want +got):\n%s", diff)
+	}
+}

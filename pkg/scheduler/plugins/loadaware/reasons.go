@@ -1,0 +1,60 @@
+package loadaware
+
+import (
+	"fmt"
+
+	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+)
+
+// Reasons a node is refused, in Koordinator's words so that users of both
+// read the same "0/N nodes are available" message.
+const (
+	ReasonNodeMetricExpired = "node(s) nodeMetric expired"
+	ReasonForbidScheduling  = "node(s) forbid scheduling of batch and free pods"
+	reasonUsageFormat       = "node(s) %s usage exceed threshold"
+	reasonAggregatedFormat  = "node(s) %s aggregated usage exceed threshold"
+	reasonProdFormat        = "node(s) %s prod usage exceed threshold"
+)
+
+// reasons holds every refusal message, built once per resource, so a
+// refusal does not format strings per node.
+type reasons struct {
+	usage, aggregated, prod [core.MaxResources]string
+}
+
+func newReasons(r *core.Resources) reasons {
+	var out reasons
+	for i := range r.Len() {
+		name := string(r.Name(i))
+		out.usage[i] = fmt.Sprintf(reasonUsageFormat, name)
+		out.aggregated[i] = fmt.Sprintf(reasonAggregatedFormat, name)
+		out.prod[i] = fmt.Sprintf(reasonProdFormat, name)
+	}
+	return out
+}
+
+// of returns the messages of a refusal: one per resource over its threshold.
+func (r *reasons) of(v core.Verdict) []string {
+	var per *[core.MaxResources]string
+	switch v.Reason {
+	case core.ReasonMetricExpired:
+		return []string{ReasonNodeMetricExpired}
+	case core.ReasonForbidScheduling:
+		return []string{ReasonForbidScheduling}
+	case core.ReasonUsage:
+		per = &r.usage
+	case core.ReasonAggregatedUsage:
+		per = &r.aggregated
+	case core.ReasonProdUsage:
+		per = &r.prod
+	default:
+		return nil
+	}
+	var out []string
+	for i := range core.MaxResources {
+		if v.Over&(1<<i) != 0 {
+			out = append(out, per[i])
+		}
+	}
+	return out
+}
