@@ -1,0 +1,208 @@
+package collector
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
+	"github.com/waterline-dev/waterline/pkg/agent/cgroups/cgroupstest"
+)
+
+// helperEnv makes the test binary act as a workload instead of running
+// tests: "burn" spins one core, "alloc:<bytes>" allocates and touches
+// memory. Either waits for a line on stdin before starting, so the test can
+// move it into its cgroup first, and writes "ready" when its load is on.
+const helperEnv = "WATERLINE_COLLECTOR_HELPER"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(runHelper(mode))
+	}
+	os.Exit(m.Run())
+}
+
+func runHelper(mode string) int {
+	runtime.GOMAXPROCS(1)
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return 2
+	}
+	switch {
+	case mode == "burn":
+		fmt.Println("ready")
+		x := uint64(1)
+		for {
+			x = x*6364136223846793005 + 1442695040888963407
+			if x == 0 {
+				fmt.Println(x)
+			}
+		}
+	case len(mode) > 6 && mode[:6] == "alloc:":
+		n, err := strconv.Atoi(mode[6:])
+		if err != nil {
+			return 2
+		}
+		// mmap, not the Go heap: exactly n bytes, no GC overhead to guess.
+		mem, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+		if err != nil {
+			return 2
+		}
+		for i := 0; i < n; i += os.Getpagesize() {
+			mem[i] = 1
+		}
+		fmt.Println("ready")
+		select {}
+	}
+	return 2
+}
+
+// startHelper starts the test binary as a workload, moves it into the pod's
+// container cgroup, lets it start and waits until it reports ready.
+func startHelper(t *testing.T, pod *cgroupstest.RealPod, mode string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("Starting %s helper: %v", mode, err)
+	}
+	// Registered after the pod's cleanup, so it runs first: the process is
+	// gone before the cgroups are removed.
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	pod.AddProcess(cmd.Process.Pid)
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("Helper %s did not get ready: %q, %v", mode, line, err)
+	}
+}
+
+func realCollector(t *testing.T, pod *cgroupstest.RealPod) (*Collector, PodRef) {
+	t.Helper()
+	c, err := New(Config{ContainerInterval: ptr.To(time.Second)}, pod.Layout, clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, PodRef{UID: pod.UID, Namespace: "test", Name: "real", QoSClass: pod.QoS, Band: extension.BandBatch,
+		Containers: []ContainerRef{{Name: "work", ID: pod.ContainerID}}}
+}
+
+func TestRealCgroupCPUBurnerCappedAtHalfCore(t *testing.T) {
+	pod := cgroupstest.NewRealPod(t, corev1.PodQOSBestEffort)
+	// Other work on this shared machine must not starve the burner below
+	// its cap: the test's top cgroup gets the largest share.
+	if _, err := pod.Layout.SetCPUShares(pod.TopCgroup(), cgroups.MaxCPUShares); err != nil {
+		t.Fatalf("Raising shares of the test cgroup: %v", err)
+	}
+	// The collector's own write helper caps the pod: 50 ms every 100 ms.
+	if _, err := pod.Layout.SetCPUQuota(pod.Cgroup, cgroups.CPUQuota{QuotaMicros: 50000, PeriodMicros: 100000}); err != nil {
+		t.Fatalf("Capping the pod at 0.5 CPU: %v", err)
+	}
+	startHelper(t, pod, "burn")
+	c, ref := realCollector(t, pod)
+
+	if _, err := c.Collect(t.Context(), []PodRef{ref}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	s, err := c.Collect(t.Context(), []PodRef{ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Pods) != 1 || !s.Pods[0].HasCPU {
+		t.Fatalf("No CPU rate for the burner pod: %+v", s)
+	}
+	got := s.Pods[0].CPU
+	t.Logf("Burner capped at 0.5 CPU measured at %.3f CPU (node %.3f)", got, s.Node.CPU)
+	if math.Abs(got-0.5) > 0.05 {
+		t.Errorf("Burner pod CPU = %.3f, want 0.5 ± 0.05", got)
+	}
+	if len(s.Pods[0].Containers) != 1 || math.Abs(s.Pods[0].Containers[0].CPU-0.5) > 0.05 || s.Pods[0].Containers[0].Name != "work" {
+		t.Errorf("Burner container = %+v, want one container \"work\" at 0.5 ± 0.05", s.Pods[0].Containers)
+	}
+	if s.Node.CPU < got-0.05 {
+		t.Errorf("Node CPU %.3f below the burner's %.3f", s.Node.CPU, got)
+	}
+}
+
+func TestRealCgroupMemoryOf200MiB(t *testing.T) {
+	const size = 200 << 20
+	pod := cgroupstest.NewRealPod(t, corev1.PodQOSBestEffort)
+	startHelper(t, pod, "alloc:"+strconv.Itoa(size))
+	c, ref := realCollector(t, pod)
+	s, err := c.Collect(t.Context(), []PodRef{ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Pods) != 1 || !s.Pods[0].HasMemory {
+		t.Fatalf("No memory for the allocating pod: %+v", s)
+	}
+	got := float64(s.Pods[0].Memory)
+	t.Logf("Process touching 200 MiB measured at %.1f MiB (%+.2f %%)", got/(1<<20), 100*(got-size)/size)
+	if math.Abs(got-size)/size > 0.05 {
+		t.Errorf("Pod memory = %.1f MiB, want 200 MiB ± 5 %%", got/(1<<20))
+	}
+}
+
+// TestRealCgroupPodDeletedBetweenListingAndReading removes a real pod
+// cgroup while the collector holds its files open, between listing its
+// containers and reading them: the kernel then answers ENODEV, which must
+// count the pod as missing, not fail the cycle.
+func TestRealCgroupPodDeletedBetweenListingAndReading(t *testing.T) {
+	pod := cgroupstest.NewRealPod(t, corev1.PodQOSBurstable)
+	c, ref := realCollector(t, pod)
+	defer c.Close()
+	if s, err := c.Collect(t.Context(), []PodRef{ref}); err != nil || len(s.Pods) != 1 {
+		t.Fatalf("First cycle: %d pods, %v; want the pod", len(s.Pods), err)
+	}
+	c.afterList = func(PodRef) {
+		// Children first, as kubelet removes them.
+		for _, cg := range []string{pod.ContainerCgroup(), pod.Cgroup} {
+			dirs := []string{pod.Layout.Path("", cg)}
+			if pod.Layout.Version() == cgroups.V1 {
+				dirs = []string{pod.Layout.Path(cgroups.ControllerCPU, cg), pod.Layout.Path(cgroups.ControllerCPUAcct, cg), pod.Layout.Path(cgroups.ControllerMemory, cg)}
+			}
+			for _, d := range dirs {
+				if err := syscall.Rmdir(d); err != nil {
+					t.Errorf("Removing %s: %v", d, err)
+				}
+			}
+		}
+	}
+	time.Sleep(time.Second)
+	s, err := c.Collect(t.Context(), []PodRef{ref})
+	if err != nil {
+		t.Fatalf("Cycle failed: %v", err)
+	}
+	if len(s.Pods) != 0 || s.Stats.PodsMissing != 1 || s.Stats.ReadErrors != 0 {
+		t.Errorf("After deletion mid-cycle: %d pods, missing %d, read errors %d; want 0, 1, 0", len(s.Pods), s.Stats.PodsMissing, s.Stats.ReadErrors)
+	}
+	if !s.Node.HasCPU || !s.Node.HasMemory {
+		t.Errorf("Node usage lost in the cycle a pod vanished: %+v", s.Node)
+	}
+}

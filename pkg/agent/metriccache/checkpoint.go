@@ -1,0 +1,370 @@
+package metriccache
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Checkpoint file format, little-endian:
+//
+//	"WLMC" | version u32 | savedAt i64 (unix ns)
+//	nTimes u32 | times [nTimes]i64 (unix ns, strictly increasing)
+//	nSeries u32 | per series:
+//	    kind u8 | resource u8 | idLen u16 | id | first u32 | count u32 |
+//	    values [count]f32 (NaN where the sample had no value)
+//	crc32c u32 of everything before it
+//
+// values[j] belongs to times[first+j]. Bump checkpointVersion on any change:
+// a checkpoint of another version is ignored, not misread.
+const (
+	checkpointMagic   = "WLMC"
+	checkpointVersion = 1
+	maxIDLen          = 1024
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorruptCheckpoint wraps every reason a checkpoint cannot be read.
+var ErrCorruptCheckpoint = errors.New("corrupt metric cache checkpoint")
+
+// ErrCheckpointVersion is returned for a checkpoint of another format
+// version.
+var ErrCheckpointVersion = errors.New("metric cache checkpoint of another version")
+
+// Checkpoint writes the cache to cfg.CheckpointPath atomically: a temporary
+// file in the same directory, fsync, rename over the old checkpoint, fsync
+// of the directory. A crash at any point leaves the old or the new
+// checkpoint, never a torn one. The cache's lock is held only while
+// encoding, not during disk I/O.
+func (c *Cache) Checkpoint() error {
+	if c.cfg.CheckpointPath == "" {
+		return nil
+	}
+	c.checkpointMu.Lock()
+	defer c.checkpointMu.Unlock()
+	c.mu.RLock()
+	c.checkpointBuf = c.encodeLocked(c.checkpointBuf[:0])
+	c.mu.RUnlock()
+	return writeAtomic(c.cfg.CheckpointPath, c.checkpointBuf)
+}
+
+// Run checkpoints every cfg.CheckpointInterval until ctx ends, then writes
+// a last checkpoint so a graceful shutdown loses nothing. Without a
+// checkpoint path it only waits for ctx.
+func (c *Cache) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if c.cfg.CheckpointPath == "" {
+		<-ctx.Done()
+		return
+	}
+	ticker := c.clock.NewTicker(c.cfg.CheckpointInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := c.Checkpoint(); err != nil {
+				logger.Error(err, "Cannot write the final metric cache checkpoint", "path", c.cfg.CheckpointPath)
+				return
+			}
+			logger.Info("Wrote the final metric cache checkpoint", "path", c.cfg.CheckpointPath)
+			return
+		case <-ticker.C():
+			start := c.clock.Now()
+			if err := c.Checkpoint(); err != nil {
+				logger.Error(err, "Cannot write the metric cache checkpoint", "path", c.cfg.CheckpointPath)
+				continue
+			}
+			logger.V(4).Info("Wrote the metric cache checkpoint", "path", c.cfg.CheckpointPath, "bytes", len(c.checkpointBuf), "duration", c.clock.Since(start))
+		}
+	}
+}
+
+func (c *Cache) encodeLocked(b []byte) []byte {
+	b = append(b, checkpointMagic...)
+	b = binary.LittleEndian.AppendUint32(b, checkpointVersion)
+	b = binary.LittleEndian.AppendUint64(b, uint64(c.clock.Now().UnixNano()))
+	n := uint64(len(c.times))
+	b = binary.LittleEndian.AppendUint32(b, uint32(c.head-c.tail))
+	for seq := c.tail; seq < c.head; seq++ {
+		b = binary.LittleEndian.AppendUint64(b, uint64(c.times[seq%n]))
+	}
+	countAt := len(b)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	var written uint32
+	for k, s := range c.series {
+		// The kept range of the series: from its first value at or after
+		// the tail to its last value.
+		first, last, ok := uint64(0), uint64(0), false
+		c.eachValueLocked(s, c.tail, c.head, func(seq uint64, _ float32) {
+			if !ok {
+				first, ok = seq, true
+			}
+			last = seq
+		})
+		if !ok {
+			continue
+		}
+		b = append(b, byte(k.Kind), byte(k.Resource))
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(k.ID)))
+		b = append(b, k.ID...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(first-c.tail))
+		b = binary.LittleEndian.AppendUint32(b, uint32(last-first+1))
+		nan := math.Float32bits(float32(math.NaN()))
+		ci := 0
+		for seq := first; seq <= last; seq++ {
+			for ci < len(s.chunks) && s.chunks[ci].base+chunkSlots <= seq {
+				ci++
+			}
+			bits := nan
+			if ci < len(s.chunks) && s.chunks[ci].base <= seq {
+				bits = math.Float32bits(s.chunks[ci].values[seq-s.chunks[ci].base])
+			}
+			b = binary.LittleEndian.AppendUint32(b, bits)
+		}
+		written++
+	}
+	binary.LittleEndian.PutUint32(b[countAt:], written)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+func writeAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("creating temporary checkpoint in %s: %w", dir, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", f.Name(), err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", f.Name(), err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("renaming %s to %s: %w", f.Name(), path, err)
+	}
+	// The rename is durable only once the directory entry is.
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("opening %s to sync it: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// restore loads the checkpoint into an empty cache, logging and ignoring
+// one that cannot be used.
+func (c *Cache) restore(logger klog.Logger) {
+	path := c.cfg.CheckpointPath
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		logger.V(2).Info("No metric cache checkpoint, starting empty", "path", path)
+		return
+	}
+	if err != nil {
+		logger.Error(err, "Cannot read the metric cache checkpoint, starting empty", "path", path)
+		return
+	}
+	cp, err := decodeCheckpoint(data)
+	if err != nil {
+		logger.Error(err, "Ignoring the metric cache checkpoint, starting empty", "path", path, "bytes", len(data))
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := c.loadLocked(cp)
+	logger.Info("Restored the metric cache from its checkpoint", "path", path, "savedAt", time.Unix(0, cp.savedAt),
+		"samples", kept, "droppedSamples", len(cp.times)-kept, "series", len(c.series))
+}
+
+type checkpoint struct {
+	savedAt int64
+	times   []int64
+	series  []checkpointSeries
+}
+
+type checkpointSeries struct {
+	key    SeriesKey
+	first  uint32
+	values []float32
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(d.b) {
+		d.err = fmt.Errorf("%w: truncated", ErrCorruptCheckpoint)
+		return nil
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) u8() uint8 {
+	if b := d.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (d *decoder) u16() uint16 {
+	if b := d.take(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (d *decoder) u32() uint32 {
+	if b := d.take(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (d *decoder) u64() uint64 {
+	if b := d.take(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
+// decodeCheckpoint parses and checks a checkpoint without trusting any of
+// its lengths.
+func decodeCheckpoint(data []byte) (*checkpoint, error) {
+	if len(data) < len(checkpointMagic)+4+4 || string(data[:len(checkpointMagic)]) != checkpointMagic {
+		return nil, fmt.Errorf("%w: no %q header", ErrCorruptCheckpoint, checkpointMagic)
+	}
+	if v := binary.LittleEndian.Uint32(data[len(checkpointMagic):]); v != checkpointVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrCheckpointVersion, v, checkpointVersion)
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if got := crc32.Checksum(body, crcTable); got != sum {
+		return nil, fmt.Errorf("%w: checksum %08x, want %08x", ErrCorruptCheckpoint, got, sum)
+	}
+	d := &decoder{b: body[len(checkpointMagic)+4:]}
+	cp := &checkpoint{savedAt: int64(d.u64())}
+	nTimes := d.u32()
+	if int64(nTimes)*8 > int64(len(d.b)) {
+		return nil, fmt.Errorf("%w: %d timestamps in %d bytes", ErrCorruptCheckpoint, nTimes, len(d.b))
+	}
+	cp.times = make([]int64, nTimes)
+	for i := range cp.times {
+		cp.times[i] = int64(d.u64())
+		if i > 0 && cp.times[i] <= cp.times[i-1] {
+			return nil, fmt.Errorf("%w: timestamps not increasing at %d", ErrCorruptCheckpoint, i)
+		}
+	}
+	nSeries := d.u32()
+	seen := map[SeriesKey]bool{}
+	for i := uint32(0); i < nSeries && d.err == nil; i++ {
+		kind, res := Kind(d.u8()), Resource(d.u8())
+		id := string(d.take(int(d.u16())))
+		first, count := d.u32(), d.u32()
+		if d.err != nil {
+			break
+		}
+		key := SeriesKey{Kind: kind, ID: id, Resource: res}
+		switch {
+		case kind < KindPod || kind > KindNode || res < ResourceCPU || res > ResourceMemory:
+			return nil, fmt.Errorf("%w: series %d has kind %d, resource %d", ErrCorruptCheckpoint, i, kind, res)
+		case len(id) > maxIDLen:
+			return nil, fmt.Errorf("%w: series %d has a %d-byte ID", ErrCorruptCheckpoint, i, len(id))
+		case uint64(first)+uint64(count) > uint64(nTimes) || count == 0:
+			return nil, fmt.Errorf("%w: series %s/%s/%s covers samples [%d, %d) of %d", ErrCorruptCheckpoint, kind, id, res, first, uint64(first)+uint64(count), nTimes)
+		case seen[key]:
+			return nil, fmt.Errorf("%w: series %s/%s/%s twice", ErrCorruptCheckpoint, kind, id, res)
+		}
+		seen[key] = true
+		raw := d.take(int(count) * 4)
+		if d.err != nil {
+			break
+		}
+		values := make([]float32, count)
+		for j := range values {
+			values[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*j:]))
+		}
+		cp.series = append(cp.series, checkpointSeries{key: key, first: first, values: values})
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the last series", ErrCorruptCheckpoint, len(d.b))
+	}
+	return cp, nil
+}
+
+// loadLocked appends the checkpoint's samples that are within the retention
+// of now (and fit the ring) to an empty cache and returns how many it kept.
+func (c *Cache) loadLocked(cp *checkpoint) int {
+	now := c.clock.Now().UnixNano()
+	from := 0
+	for from < len(cp.times) && cp.times[from] <= now-int64(c.cfg.Retention) {
+		from++
+	}
+	if len(cp.times)-from > len(c.times) {
+		from = len(cp.times) - len(c.times)
+	}
+	// Samples "from the future" (the clock went back across the restart)
+	// would block appends until the clock catches up: drop them.
+	to := len(cp.times)
+	for to > from && cp.times[to-1] > now {
+		to--
+	}
+	seqOf := make([]uint64, len(cp.times))
+	n := uint64(len(c.times))
+	for i := from; i < to; i++ {
+		seqOf[i] = c.head
+		c.times[c.head%n] = cp.times[i]
+		c.head++
+	}
+	// Most important series first, so a budget smaller than before keeps
+	// the node's history.
+	for kind := KindNode; kind >= KindPod; kind-- {
+		for _, s := range cp.series {
+			if s.key.Kind != kind {
+				continue
+			}
+			// Each series starts again from old samples, which can make
+			// chunks evictable that a previous series' search found none
+			// of.
+			c.noVictim = [len(c.noVictim)]uint64{}
+			for j, v := range s.values {
+				i := int(s.first) + j
+				if i < from || i >= to || v != v {
+					continue
+				}
+				c.putLocked(s.key, float64(v), seqOf[i])
+			}
+		}
+	}
+	c.expireLocked(now)
+	return to - from
+}
