@@ -1,0 +1,125 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
+	wlinformers "github.com/waterline-dev/waterline/pkg/client/informers/externalversions"
+	wllisters "github.com/waterline-dev/waterline/pkg/client/listers/apis/v1alpha1"
+)
+
+// States is the agent's view of the API server, limited to its node: the
+// Node, the pods bound to it, its NodeMetric, and the NodeQOS objects.
+type States struct {
+	nodeName string
+
+	podFactory  informers.SharedInformerFactory
+	nodeFactory informers.SharedInformerFactory
+	nmFactory   wlinformers.SharedInformerFactory
+	qosFactory  wlinformers.SharedInformerFactory
+
+	pods  corelisters.PodLister
+	nodes corelisters.NodeLister
+	nms   wllisters.NodeMetricLister
+	qoses wllisters.NodeQOSLister
+}
+
+// NewStates builds the informers; Start runs them.
+func NewStates(nodeName string, kube kubernetes.Interface, wl versioned.Interface, resync time.Duration) *States {
+	byNodeName := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
+	}
+	byName := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", nodeName).String()
+	}
+	s := &States{
+		nodeName:    nodeName,
+		podFactory:  informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(byNodeName)),
+		nodeFactory: informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(byName)),
+		nmFactory:   wlinformers.NewSharedInformerFactoryWithOptions(wl, resync, wlinformers.WithTweakListOptions(byName)),
+		qosFactory:  wlinformers.NewSharedInformerFactory(wl, resync),
+	}
+	s.pods = s.podFactory.Core().V1().Pods().Lister()
+	s.nodes = s.nodeFactory.Core().V1().Nodes().Lister()
+	s.nms = s.nmFactory.Waterline().V1alpha1().NodeMetrics().Lister()
+	s.qoses = s.qosFactory.Waterline().V1alpha1().NodeQOSs().Lister()
+	return s
+}
+
+// Start starts the informers and waits until they have synced or ctx ends.
+func (s *States) Start(ctx context.Context) error {
+	for _, f := range []interface{ Start(<-chan struct{}) }{s.podFactory, s.nodeFactory, s.nmFactory, s.qosFactory} {
+		f.Start(ctx.Done())
+	}
+	synced := []cache.InformerSynced{
+		s.podFactory.Core().V1().Pods().Informer().HasSynced,
+		s.nodeFactory.Core().V1().Nodes().Informer().HasSynced,
+		s.nmFactory.Waterline().V1alpha1().NodeMetrics().Informer().HasSynced,
+		s.qosFactory.Waterline().V1alpha1().NodeQOSs().Informer().HasSynced,
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("waiting for the informers of node %s to sync: %w", s.nodeName, context.Cause(ctx))
+	}
+	return nil
+}
+
+// Shutdown waits for the informers' goroutines after ctx has ended.
+func (s *States) Shutdown() {
+	s.podFactory.Shutdown()
+	s.nodeFactory.Shutdown()
+	s.nmFactory.Shutdown()
+	s.qosFactory.Shutdown()
+}
+
+// NodeName is the agent's node.
+func (s *States) NodeName() string { return s.nodeName }
+
+// Node returns the agent's Node, or nil before it exists.
+func (s *States) Node() *corev1.Node {
+	n, err := s.nodes.Get(s.nodeName)
+	if err != nil {
+		return nil
+	}
+	return n
+}
+
+// Pods returns the pods bound to the node that have not finished. The
+// objects are the informer's: read-only.
+func (s *States) Pods() []*corev1.Pod {
+	all, _ := s.pods.List(labels.Everything())
+	out := all[:0:0]
+	for _, p := range all {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// NodeMetric returns the node's NodeMetric, or nil before it exists.
+func (s *States) NodeMetric() *v1alpha1.NodeMetric {
+	nm, err := s.nms.Get(s.nodeName)
+	if err != nil {
+		return nil
+	}
+	return nm
+}
+
+// NodeQOSes returns every NodeQOS; which select the node is the QoS core's
+// decision (qos.SelectNodeQOS).
+func (s *States) NodeQOSes() []*v1alpha1.NodeQOS {
+	all, _ := s.qoses.List(labels.Everything())
+	return all
+}
