@@ -49,7 +49,7 @@ func TestNodeMetricLifecycle(t *testing.T) {
 		mustCreate(t, func() error { _, err := c.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); return err })
 	}
 
-	c.StartManager(t, nil)
+	c.StartManager(t)
 
 	// wantSpec waits until the node's NodeMetric has the given report interval and model.
 	wantSpec := func(node string, report int64, model v1alpha1.PredictModel) {

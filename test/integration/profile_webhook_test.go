@@ -15,7 +15,6 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	managerapp "github.com/waterline-dev/waterline/cmd/waterline-manager/app"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -27,13 +26,7 @@ func startWithWebhooks(t *testing.T, kwok bool) *testutil.Cluster {
 		KWOK:     kwok,
 		Webhooks: &envtest.WebhookInstallOptions{Paths: []string{filepath.Join(testutil.RepoRoot(), "config", "webhook")}},
 	})
-	wh := c.Env.WebhookInstallOptions
-	c.StartManager(t, func(o *managerapp.Options) {
-		o.Webhooks = true
-		o.WebhookHost = wh.LocalServingHost
-		o.WebhookPort = wh.LocalServingPort
-		o.WebhookCertDir = wh.LocalServingCertDir
-	})
+	c.StartManager(t, c.WebhookArgs()...)
 	return c
 }
 

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	managerapp "github.com/waterline-dev/waterline/cmd/waterline-manager/app"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -26,14 +25,7 @@ func TestQuotaWebhook(t *testing.T) {
 	}})
 	ctx := t.Context()
 	c.Kubectl(t, "apply", "-f", filepath.Join(testutil.RepoRoot(), "config", "priorityclasses", "priorityclasses.yaml"))
-	wh := c.Env.WebhookInstallOptions
-	c.StartManager(t, func(o *managerapp.Options) {
-		o.Webhooks = true
-		o.WebhookHost = wh.LocalServingHost
-		o.WebhookPort = wh.LocalServingPort
-		o.WebhookCertDir = wh.LocalServingCertDir
-		o.PriorityQuotaClasses = []string{"waterline-mid-nonpreemptible", "waterline-prod"}
-	})
+	c.StartManager(t, append(c.WebhookArgs(), "--priority-quota-classes=waterline-mid-nonpreemptible,waterline-prod")...)
 
 	createPod := func(ns, name, class string) error {
 		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{

@@ -83,13 +83,3 @@ func WaitHealthy(t testing.TB, p *Process, url string, timeout time.Duration) {
 		return resp.StatusCode == http.StatusOK, fmt.Errorf("status %d", resp.StatusCode)
 	}, "waiting for %s to be healthy at %s", p.Name, url)
 }
-
-func httpGet(url string) (int, error) {
-	client := &http.Client{Timeout: 2 * time.Second}
-	resp, err := client.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}

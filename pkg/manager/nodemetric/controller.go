@@ -25,6 +25,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/policy"
+	"github.com/waterline-dev/waterline/pkg/manager"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -66,7 +67,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.List(ctx, policies); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing ColocationPolicies: %w", err)
 	}
-	resolved, errs := policy.ForNode(node.Labels, ptrs(policies.Items))
+	resolved, errs := policy.ForNode(node.Labels, manager.Pointers(policies.Items))
 	for _, err := range errs {
 		logger.Info("Ignoring a ColocationPolicy", "err", err)
 	}
@@ -124,22 +125,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			func(_ context.Context, obj client.Object) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetName()}}}
 			}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.ColocationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allNodes),
+		Watches(&v1alpha1.ColocationPolicy{}, handler.EnqueueRequestsFromMapFunc(manager.EnqueueAllNodes(r.Client)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
-}
-
-func (r *Reconciler) allNodes(ctx context.Context, _ client.Object) []reconcile.Request {
-	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes); err != nil {
-		klog.FromContext(ctx).Error(err, "Listing nodes after a ColocationPolicy change")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(nodes.Items))
-	for i := range nodes.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nodes.Items[i].Name}})
-	}
-	return reqs
 }
 
 // nodeLifecycleOrLabels lets through node creation, deletion and label
@@ -170,12 +158,4 @@ func hasOwner(nm *v1alpha1.NodeMetric, node *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-func ptrs[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/policy"
 	coretiers "github.com/waterline-dev/waterline/pkg/core/tiers"
+	"github.com/waterline-dev/waterline/pkg/manager"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -83,10 +84,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.List(ctx, policies); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing ColocationPolicies: %w", err)
 	}
-	resolved, _ := policy.ForNode(node.Labels, ptrs(policies.Items))
+	resolved, _ := policy.ForNode(node.Labels, manager.Pointers(policies.Items))
 
 	now := r.Clock.Now()
-	in := coretiers.BuildInput(node, ptrs(podList.Items), nm)
+	in := coretiers.BuildInput(node, manager.Pointers(podList.Items), nm)
 	res := coretiers.Calculate(resolved.Tiers, in, now)
 	alloc := node.Status.Allocatable
 	update, why := coretiers.ShouldUpdate(resolved.Tiers, alloc.Cpu().MilliValue(), alloc.Memory().Value(), alloc, res.Allocatable)
@@ -144,22 +145,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(toNode)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: podChanged})).
-		Watches(&v1alpha1.ColocationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allNodes),
+		Watches(&v1alpha1.ColocationPolicy{}, handler.EnqueueRequestsFromMapFunc(manager.EnqueueAllNodes(r.Client)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
-}
-
-func (r *Reconciler) allNodes(ctx context.Context, _ client.Object) []reconcile.Request {
-	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes); err != nil {
-		klog.FromContext(ctx).Error(err, "Listing nodes after a ColocationPolicy change")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(nodes.Items))
-	for i := range nodes.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nodes.Items[i].Name}})
-	}
-	return reqs
 }
 
 // nodeChanged ignores heartbeats: only allocatable (someone, or we, wrote
@@ -176,12 +164,4 @@ func podChanged(e event.UpdateEvent) bool {
 	o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 	return o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase ||
 		!apiequality.Semantic.DeepEqual(o.Labels, n.Labels)
-}
-
-func ptrs[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }
