@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 
 BIN := $(CURDIR)/bin
 GO ?= go
-BINARIES ?= waterline waterline-scheduler waterline-manager
+BINARIES ?= waterline waterline-scheduler waterline-manager waterline-agent
 K8S_VERSION := $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*\).*/\1/p' go.mod | head -1)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)

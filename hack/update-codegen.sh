@@ -19,12 +19,8 @@ deepcopy_paths=(paths=./apis/...)
 "$bin/controller-gen" object:headerFile="$header" "${deepcopy_paths[@]}"
 rm -rf config/crd/bases
 "$bin/controller-gen" crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=config/crd/bases
-if compgen -G "pkg/manager/*" >/dev/null; then
-  "$bin/controller-gen" rbac:roleName=waterline-manager paths=./pkg/manager/... output:rbac:artifacts:config=config/rbac/manager
-fi
-if compgen -G "pkg/agent/*" >/dev/null && grep -rqs '+kubebuilder:rbac' pkg/agent; then
-  "$bin/controller-gen" rbac:roleName=waterline-agent paths=./pkg/agent/... output:rbac:artifacts:config=config/rbac/agent
-fi
+"$bin/controller-gen" rbac:roleName=waterline-manager paths=./pkg/manager/... output:rbac:artifacts:config=config/rbac/manager
+"$bin/controller-gen" rbac:roleName=waterline-agent paths=./pkg/agent/... output:rbac:artifacts:config=config/rbac/agent
 
 rm -rf pkg/client
 "$bin/applyconfiguration-gen" \

@@ -89,6 +89,9 @@ type Agent struct {
 	// OnCycle, when set, is called after every cycle with its duration
 	// and error count; the command uses it for metrics and readiness.
 	OnCycle func(took time.Duration, moduleErrors int)
+	// OnModuleError, when set, is called for every failed module cycle
+	// with the module's name; the command counts them per module.
+	OnModuleError func(module string, err error)
 }
 
 // New returns an agent; Add modules before Run.
@@ -190,6 +193,9 @@ func (a *Agent) Cycle(ctx context.Context) {
 		if err := m.Cycle(ctx, snap); err != nil {
 			failed++
 			logger.Error(fmt.Errorf("%s: %w", m.Name(), err), "Module cycle failed")
+			if a.OnModuleError != nil {
+				a.OnModuleError(m.Name(), err)
+			}
 		}
 	}
 	took := a.clock.Since(start)

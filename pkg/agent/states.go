@@ -6,8 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +20,20 @@ import (
 	wlinformers "github.com/waterline-dev/waterline/pkg/client/informers/externalversions"
 	wllisters "github.com/waterline-dev/waterline/pkg/client/listers/apis/v1alpha1"
 )
+
+// What the agent may do on the API server. RBAC cannot limit a list or
+// watch to one node's objects; the agent does so itself with field
+// selectors (spec.nodeName for pods, metadata.name for its Node and
+// NodeMetric). Events are the agent's and its modules' (recorded by the
+// command's recorder); pods/eviction is the QoS executor's.
+//
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups=waterline.dev,resources=nodemetrics,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=waterline.dev,resources=nodemetrics/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=waterline.dev,resources=nodeqoses,verbs=get;list;watch
 
 // States is the agent's view of the API server, limited to its node: the
 // Node, the pods bound to it, its NodeMetric, and the NodeQOS objects.
@@ -46,8 +61,8 @@ func NewStates(nodeName string, kube kubernetes.Interface, wl versioned.Interfac
 	}
 	s := &States{
 		nodeName:    nodeName,
-		podFactory:  informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(byNodeName)),
-		nodeFactory: informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(byName)),
+		podFactory:  informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(byNodeName), informers.WithTransform(stripManagedFields)),
+		nodeFactory: informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(byName), informers.WithTransform(stripManagedFields)),
 		nmFactory:   wlinformers.NewSharedInformerFactoryWithOptions(wl, resync, wlinformers.WithTweakListOptions(byName)),
 		qosFactory:  wlinformers.NewSharedInformerFactory(wl, resync),
 	}
@@ -56,6 +71,17 @@ func NewStates(nodeName string, kube kubernetes.Interface, wl versioned.Interfac
 	s.nms = s.nmFactory.Waterline().V1alpha1().NodeMetrics().Lister()
 	s.qoses = s.qosFactory.Waterline().V1alpha1().NodeQOSs().Lister()
 	return s
+}
+
+// stripManagedFields drops what the agent never reads and pods carry most
+// of: server-side-apply bookkeeping is a large part of a pod object, and
+// the agent keeps every pod of its node in memory. The agent never writes
+// pods or its Node back, so nothing is lost.
+func stripManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // Start starts the informers and waits until they have synced or ctx ends.

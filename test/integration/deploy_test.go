@@ -30,6 +30,8 @@ func TestDeployManifests(t *testing.T) {
 		"namespace/waterline-system",
 		"deployment.apps/waterline-manager",
 		"deployment.apps/waterline-scheduler",
+		"daemonset.apps/waterline-agent",
+		"clusterrole.rbac.authorization.k8s.io/waterline-agent",
 		"service/waterline-webhook",
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/waterline-mutating",
 		"clusterrole.rbac.authorization.k8s.io/waterline-manager",

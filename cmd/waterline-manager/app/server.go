@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,7 +51,11 @@ webhooks.`,
 			if errs := opts.Validate(); len(errs) > 0 {
 				return fmt.Errorf("invalid flags: %w", errs.ToAggregate())
 			}
-			return Run(cmd.Context(), opts)
+			// cli.Run installs no signal handling: stop gracefully (leader
+			// lease released, webhooks drained) on SIGTERM and SIGINT.
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return Run(ctx, opts)
 		},
 	}
 	opts.AddFlags(cmd.Flags())

@@ -2,7 +2,7 @@
 // for reproducibility only; go tooling ignores testdata, and this module
 // never joins the Waterline module. Run it from a copy outside the repo:
 //
-//	cp -r pkg/agent/metriccache/testdata/tsdbbench /tmp/ && cd /tmp/tsdbbench
+//	cp -r hack/bench/tsdb /tmp/tsdbbench && cd /tmp/tsdbbench
 //	go mod tidy && go build -o tsdbbench . && ./tsdbbench && ./tsdbbench -wal=false
 module tsdbbench
 

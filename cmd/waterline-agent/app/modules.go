@@ -1,0 +1,80 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/waterline-dev/waterline/pkg/agent"
+	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
+	"github.com/waterline-dev/waterline/pkg/agent/reporter"
+	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
+)
+
+// Deps is what the agent's modules are built from. Everything in it is
+// ready to use when addModules runs; nothing in it is started by a module.
+type Deps struct {
+	// NodeName is the node the agent runs on.
+	NodeName string
+	// Kube and Waterline reach the API server (the agent's own QPS budget,
+	// --kube-api-qps / --kube-api-burst).
+	Kube      kubernetes.Interface
+	Waterline versioned.Interface
+	// Clock is the agent's clock; modules never call time.Now.
+	Clock clock.WithTicker
+	// Layout locates pod cgroups (detected or forced at start); the
+	// collector reads through the same one.
+	Layout *cgroups.Layout
+	// StateDir is a directory the agent owns (--state-dir) that survives
+	// restarts: modules keep their checkpoints here, one file each.
+	StateDir string
+	// Recorder records Events, reported as component waterline-agent on
+	// this node. Events about pods go to the pod's namespace.
+	Recorder record.EventRecorder
+	// Registry registers a module's Prometheus collectors; they are
+	// served on --metrics-address. Name them waterline_agent_<module>_*.
+	Registry prometheus.Registerer
+}
+
+// addModules adds the agent's modules to a. They cycle in the order added,
+// each after the sample of the cycle is in the metric cache. A module that
+// implements agent.Runner also runs on its own goroutine until shutdown;
+// one that implements agent.StatusContributor adds to every NodeMetric
+// status the reporter writes.
+func addModules(a *agent.Agent, d Deps) error {
+	// ---------------------------------------------------------------
+	// Modules go here, in cycle order, each as a few lines:
+	//
+	//	m, err := somemodule.New(..., d.X, d.Y)
+	//	if err != nil {
+	//		return fmt.Errorf("setting up the <name> module: %w", err)
+	//	}
+	//	a.Add(m)
+	//
+	// Predictor (H): before the QoS executor, so a cycle's prediction is
+	// fresh when the tiers are enforced.
+	// QoS executor and tier enforcement (I).
+	// ---------------------------------------------------------------
+
+
+	// The reporter comes last: it takes the status contributions of every
+	// module added before it.
+	rep, err := reporter.New(reporter.Config{}, reporter.Deps{
+		NodeName:     d.NodeName,
+		Client:       d.Waterline.WaterlineV1alpha1().NodeMetrics(),
+		State:        a.States(),
+		Cache:        a.Cache(),
+		Clock:        d.Clock,
+		Requests:     a.ReportRequests(),
+		Contributors: reporter.ContributorsOf(a.Modules()),
+		Registry:     d.Registry,
+	})
+	if err != nil {
+		return fmt.Errorf("setting up the %s module: %w", reporter.Name, err)
+	}
+	a.Add(rep)
+	return nil
+}

@@ -1,0 +1,102 @@
+package app
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestValidate(t *testing.T) {
+	valid := func() *Options {
+		o := NewOptions()
+		o.NodeName = "n1"
+		return o
+	}
+	tests := []struct {
+		name   string
+		mutate func(*Options)
+		// want lists "flag: type" of every error, in order.
+		want []string
+	}{
+		{name: "defaults with a node name", mutate: func(*Options) {}},
+		{name: "metrics off", mutate: func(o *Options) { o.MetricsAddress = "0" }},
+		{
+			name: "every bad flag is reported, named as typed",
+			mutate: func(o *Options) {
+				o.NodeName = ""
+				o.KubeAPIQPS = 0
+				o.KubeAPIBurst = 0
+				o.StateDir = "relative"
+				o.HealthAddress = "nope"
+				o.MetricsAddress = ":99999"
+				o.MetricMemoryBudget = "lots"
+				o.CgroupRoot = "sys/fs/cgroup"
+				o.CgroupVersion = "v3"
+				o.CgroupDriver = "docker"
+				o.KubeletCgroupRoot = "kubepods"
+				o.ProcRoot = "proc"
+				o.CollectInterval = 10 * time.Millisecond
+				o.ContainerCollectInterval = time.Hour
+				o.MetricRetention = 48 * time.Hour
+				o.CheckpointInterval = 0
+			},
+			want: []string{
+				"node-name: Required value",
+				"kube-api-qps: Invalid value",
+				"kube-api-burst: Invalid value",
+				"state-dir: Invalid value",
+				"health-address: Invalid value",
+				"metrics-address: Invalid value",
+				"metric-memory-budget: Invalid value",
+				"cgroup-root: Invalid value",
+				"cgroup-version: Unsupported value",
+				"cgroup-driver: Unsupported value",
+				"kubelet-cgroup-root: Invalid value",
+				"proc-root: Invalid value",
+				// Checked by the collector and the cache alike; said once.
+				"collect-interval: Invalid value",
+				"container-collect-interval: Invalid value",
+				"metric-retention: Invalid value",
+				"checkpoint-interval: Invalid value",
+			},
+		},
+		{
+			// 30 min at 1 s is 1920 ring slots of 8 B: 15 KiB, so 1Mi
+			// fits; 1000 (bytes) is below the 1 MiB floor.
+			name:   "a budget below the cache's floor",
+			mutate: func(o *Options) { o.MetricMemoryBudget = "1000" },
+			want:   []string{"metric-memory-budget: Invalid value"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := valid()
+			tt.mutate(o)
+			var got []string
+			for _, e := range o.Validate() {
+				got = append(got, e.Field+": "+e.Type.String())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Validate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNodeNameFromEnvironment(t *testing.T) {
+	t.Setenv("NODE_NAME", "from-env")
+	if got := NewOptions().NodeName; got != "from-env" {
+		t.Errorf("NodeName = %q, want $NODE_NAME", got)
+	}
+}
+
+func TestCacheConfigFromFlags(t *testing.T) {
+	o := NewOptions()
+	o.StateDir = "/var/lib/x"
+	o.MetricMemoryBudget = "32Mi"
+	cfg := o.cacheConfig()
+	if cfg.CheckpointPath != "/var/lib/x/metriccache.ckpt" || cfg.MemoryBudgetBytes != 32<<20 || cfg.Interval != time.Second {
+		t.Errorf("cache config %+v", cfg)
+	}
+}

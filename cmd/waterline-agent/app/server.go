@@ -1,0 +1,303 @@
+// Package app builds the waterline-agent command.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/agent"
+	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
+	"github.com/waterline-dev/waterline/pkg/agent/collector"
+	"github.com/waterline-dev/waterline/pkg/agent/metriccache"
+	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
+	"github.com/waterline-dev/waterline/pkg/version"
+)
+
+// NewCommand returns the waterline-agent command.
+func NewCommand() *cobra.Command {
+	opts := NewOptions()
+	logOpts := logs.NewOptions()
+	cmd := &cobra.Command{
+		Use:   "waterline-agent",
+		Short: "Waterline's node agent",
+		Long: `waterline-agent runs on every node. Once per collect interval it reads the
+node's and its pods' CPU and memory usage from /proc and cgroups, keeps it in
+an in-memory metric cache (checkpointed to --state-dir), runs the node's
+modules, and reports the node's NodeMetric status.`,
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := logsapi.ValidateAndApply(logOpts, nil); err != nil {
+				return err
+			}
+			if errs := opts.Validate(); len(errs) > 0 {
+				return fmt.Errorf("invalid flags: %w", errs.ToAggregate())
+			}
+			// The first SIGTERM or SIGINT stops the agent gracefully
+			// (checkpoint, exit 0); a second one kills it.
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return Run(ctx, opts)
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	logsapi.AddFlags(logOpts, cmd.Flags())
+	return cmd
+}
+
+// Run runs the agent until ctx ends, then checkpoints the metric cache and
+// returns nil. Errors are for what prevents it from starting.
+func Run(ctx context.Context, o *Options) error {
+	logger := klog.FromContext(ctx).WithValues("node", o.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting waterline-agent", "version", version.Get().String())
+
+	cfg, err := restConfig(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	cfg = rest.AddUserAgent(cfg, "waterline-agent/"+o.NodeName)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	wl, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the Waterline client: %w", err)
+	}
+
+	layout, err := cgroups.Detect(o.cgroupOptions())
+	if err != nil {
+		return fmt.Errorf("detecting the cgroup layout under --cgroup-root %s: %w", o.CgroupRoot, err)
+	}
+	logger.Info("Cgroup layout", "root", layout.Root(), "version", layout.Version(), "driver", layout.Driver(), "kubepods", layout.KubepodsCgroup())
+	clk := clock.RealClock{}
+	col, err := collector.New(o.collectorConfig(), layout, clk)
+	if err != nil {
+		return fmt.Errorf("starting the collector: %w", err)
+	}
+	defer col.Close()
+	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
+		return fmt.Errorf("creating --state-dir: %w", err)
+	}
+	cache, err := metriccache.New(ctx, o.cacheConfig(), clk)
+	if err != nil {
+		return fmt.Errorf("starting the metric cache: %w", err)
+	}
+	if st := cache.Stats(); st.Samples > 0 {
+		logger.Info("Restored the metric cache from its checkpoint", "samples", st.Samples, "series", st.Series, "oldest", st.Oldest, "newest", st.Newest)
+	}
+
+	reg := prometheus.NewRegistry()
+	metrics, err := newAgentMetrics(reg, cache)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	metrics.usage.onSample = func(s *collector.Sample) {
+		metrics.podsMissing.Add(float64(s.Stats.PodsMissing))
+		metrics.readErrors.Add(float64(s.Stats.ReadErrors))
+		metrics.counterResets.Add(float64(s.Stats.CounterResets))
+	}
+
+	states := agent.NewStates(o.NodeName, kube, wl, 0)
+	a := agent.New(states, col, cache, clk, o.CollectInterval)
+	h := newHealth(clk, o.CollectInterval)
+	a.OnCycle = func(took time.Duration, _ int) {
+		metrics.observeCycle(took)
+		h.cycled()
+	}
+	a.OnModuleError = metrics.observeModuleError
+	a.Add(metrics.usage)
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "waterline-agent", Host: o.NodeName})
+
+	if err := addModules(a, Deps{
+		NodeName:  o.NodeName,
+		Kube:      kube,
+		Waterline: wl,
+		Clock:     clk,
+		Layout:    layout,
+		StateDir:  o.StateDir,
+		Recorder:  recorder,
+		Registry:  reg,
+	}); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(a.Modules()))
+	for _, m := range a.Modules() {
+		names = append(names, m.Name())
+	}
+	logger.Info("Modules", "modules", names)
+
+	// Serve health first: a liveness probe must answer while the
+	// informers sync.
+	var servers sync.WaitGroup
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		stopServing()
+		servers.Wait()
+	}()
+	healthMux := http.NewServeMux()
+	h.install(healthMux)
+	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	if o.sameAddress() {
+		healthMux.Handle("/metrics", metricsHandler)
+	}
+	if err := serve(serveCtx, &servers, "health", o.HealthAddress, healthMux); err != nil {
+		return err
+	}
+	if o.MetricsAddress != "0" && !o.sameAddress() {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metricsHandler)
+		if err := serve(serveCtx, &servers, "metrics", o.MetricsAddress, mux); err != nil {
+			return err
+		}
+	}
+
+	defer states.Shutdown()
+	if err := states.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			logger.Info("Stopped before the informers synced")
+			return nil
+		}
+		return err
+	}
+	h.synced.Store(true)
+	logger.Info("Informers synced")
+
+	// The cache checkpoints on its own context, ended only after the loop
+	// stopped, so the final checkpoint holds the last cycle's sample.
+	cacheCtx, stopCache := context.WithCancel(context.WithoutCancel(ctx))
+	cacheDone := make(chan struct{})
+	go func() {
+		defer close(cacheDone)
+		cache.Run(cacheCtx)
+	}()
+	runErr := a.Run(ctx)
+	logger.Info("Collect loop stopped, writing the last checkpoint")
+	stopCache()
+	<-cacheDone
+	if runErr != nil {
+		return fmt.Errorf("running the collect loop: %w", runErr)
+	}
+	logger.Info("Stopped waterline-agent")
+	return nil
+}
+
+// serve listens on addr at once (so a taken port fails the start) and
+// serves mux until ctx ends.
+func serve(ctx context.Context, wg *sync.WaitGroup, name, addr string, mux http.Handler) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening for %s on %s: %w", name, addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	logger := klog.FromContext(ctx)
+	logger.Info("Serving", "server", name, "address", l.Addr().String())
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "HTTP server failed", "server", name)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	return nil
+}
+
+// health answers the probes. Ready: the informers synced and one cycle
+// ran, so the node's usage is being collected. Healthy: the loop has not
+// stalled (a cycle finished within stallAfter), or it has not had its
+// first cycle yet (informers still syncing is a readiness matter).
+type health struct {
+	clock      clock.PassiveClock
+	stallAfter time.Duration
+	synced     atomic.Bool
+	lastCycle  atomic.Int64 // unix nanos; 0 before the first cycle
+}
+
+func newHealth(clk clock.PassiveClock, interval time.Duration) *health {
+	return &health{clock: clk, stallAfter: max(30*time.Second, 10*interval)}
+}
+
+func (h *health) cycled() { h.lastCycle.Store(h.clock.Now().UnixNano()) }
+
+func (h *health) install(mux *http.ServeMux) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if last := h.lastCycle.Load(); last != 0 {
+			if since := h.clock.Since(time.Unix(0, last)); since > h.stallAfter {
+				http.Error(w, fmt.Sprintf("no collect cycle finished for %s", since.Round(time.Second)), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		switch {
+		case !h.synced.Load():
+			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
+		case h.lastCycle.Load() == 0:
+			http.Error(w, "no collect cycle yet", http.StatusServiceUnavailable)
+		default:
+			_, _ = w.Write([]byte("ok"))
+		}
+	})
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig and not running in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}

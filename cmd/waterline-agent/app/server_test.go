@@ -1,0 +1,91 @@
+package app
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/pkg/agent"
+	"github.com/waterline-dev/waterline/pkg/agent/collector"
+)
+
+func TestHealth(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		// synced, cycled (at start) and then how long passes.
+		synced, cycled bool
+		after          time.Duration
+		wantHealthz    int
+		wantReadyz     int
+	}{
+		{name: "starting: alive, not ready", wantHealthz: 200, wantReadyz: 503},
+		{name: "synced, no cycle yet", synced: true, wantHealthz: 200, wantReadyz: 503},
+		{name: "synced and cycled", synced: true, cycled: true, after: time.Second, wantHealthz: 200, wantReadyz: 200},
+		// 1 s interval: a stall is 30 s (the floor) without a cycle.
+		{name: "loop stalled 31 s", synced: true, cycled: true, after: 31 * time.Second, wantHealthz: 503, wantReadyz: 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(start)
+			h := newHealth(clk, time.Second)
+			h.synced.Store(tt.synced)
+			if tt.cycled {
+				h.cycled()
+			}
+			clk.Step(tt.after)
+			mux := http.NewServeMux()
+			h.install(mux)
+			var got []int
+			for _, path := range []string{"/healthz", "/readyz"} {
+				rec := httptest.NewRecorder()
+				mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+				got = append(got, rec.Code)
+			}
+			if diff := cmp.Diff([]int{tt.wantHealthz, tt.wantReadyz}, got); diff != "" {
+				t.Errorf("healthz, readyz (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestUsageGaugesFollowTheLatestSample: a pod's gauges are there while it
+// is in the latest sample and gone the cycle after it left; absent values
+// (a pod's first cycle has no CPU rate) are not served as zeros.
+func TestUsageGaugesFollowTheLatestSample(t *testing.T) {
+	u := &usageCollector{}
+	ref := func(name string) collector.PodRef {
+		return collector.PodRef{Namespace: "ns", Name: name, Band: extension.BandBatch}
+	}
+	cycle := func(pods ...collector.PodUsage) {
+		s := &collector.Sample{Node: collector.Usage{CPU: 2, HasCPU: true, Memory: 1 << 30, HasMemory: true}, Pods: pods}
+		if err := u.Cycle(t.Context(), &agent.Snapshot{Sample: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const header = "# HELP waterline_agent_pod_cpu_usage_cores Pod CPU usage in the latest cycle, in cores.\n# TYPE waterline_agent_pod_cpu_usage_cores gauge\n"
+
+	cycle(
+		collector.PodUsage{Pod: ref("a"), Usage: collector.Usage{CPU: 0.5, HasCPU: true, Memory: 10, HasMemory: true}},
+		collector.PodUsage{Pod: ref("new"), Usage: collector.Usage{Memory: 10, HasMemory: true}},
+	)
+	want := header + `waterline_agent_pod_cpu_usage_cores{band="batch",namespace="ns",pod="a"} 0.5` + "\n"
+	if err := testutil.CollectAndCompare(u, strings.NewReader(want), "waterline_agent_pod_cpu_usage_cores"); err != nil {
+		t.Errorf("first cycle: %v", err)
+	}
+	cycle(collector.PodUsage{Pod: ref("new"), Usage: collector.Usage{CPU: 0.25, HasCPU: true, Memory: 10, HasMemory: true}})
+	want = header + `waterline_agent_pod_cpu_usage_cores{band="batch",namespace="ns",pod="new"} 0.25` + "\n"
+	if err := testutil.CollectAndCompare(u, strings.NewReader(want), "waterline_agent_pod_cpu_usage_cores"); err != nil {
+		t.Errorf("after pod a left: %v", err)
+	}
+	if n := testutil.CollectAndCount(u, "waterline_agent_node_cpu_usage_cores"); n != 1 {
+		t.Errorf("node CPU gauges: %d, want 1", n)
+	}
+}

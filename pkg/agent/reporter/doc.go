@@ -1,0 +1,18 @@
+// Package reporter writes the agent's node's NodeMetric status: what the
+// node, its system part and each of its pods used, averaged over the
+// collect policy's aggregate duration, with percentile aggregates of node
+// usage over the policy's windows, and whatever the other modules
+// contribute (the predicted Prod peak, the QoS conditions).
+//
+// It decides when to write (every spec.collectPolicy.reportIntervalSeconds,
+// re-read each time; early on request, at most once per MinReportSpacing;
+// sooner after a failed write) and what the usage fields say. It creates
+// the NodeMetric when the manager has not, with the Node as owner, and
+// updates the status with a retry on conflict, keeping fields and
+// conditions other writers set.
+//
+// It must never write before the metric cache holds node usage (a status
+// of zeros would tell the scheduler an idle node), never write another
+// node's NodeMetric, never touch the spec, and never block the collect
+// loop: it runs on its own goroutine.
+package reporter
