@@ -21,6 +21,10 @@ TEST_FLAGS ?=
 
 ##@ Try it
 
+.PHONY: demo
+demo: ## Simulate a day of a 100-node cluster with plain Kubernetes, Waterline and evict-all; prints the summary and the report's path
+	$(GO) run ./cmd/waterline sim --out _output/demo
+
 .PHONY: local-up
 local-up: tools build ## Run a local cluster (etcd, apiserver, controller-manager, kwok nodes, Waterline); Ctrl-C stops it
 	hack/local-up.sh
@@ -47,8 +51,12 @@ manifests: generate ## Alias of generate: CRDs and RBAC come out of the same run
 verify: tools ## Fail if generated code is stale, code is not gofmt'ed, go vet complains or go.mod is untidy
 	hack/verify.sh
 
+.PHONY: test-deps
+test-deps: ## Install what some tests need besides Go (Debian's chromium, where root may)
+	hack/install-test-deps.sh
+
 .PHONY: test
-test: tools ## Run unit and integration tests (real etcd, kube-apiserver, kwok; real cgroups where allowed)
+test: tools test-deps ## Run unit and integration tests (real etcd, kube-apiserver, kwok; real cgroups where allowed)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 .PHONY: test-unit

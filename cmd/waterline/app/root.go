@@ -18,5 +18,6 @@ system that runs online services and batch work on the same nodes.`,
 	cmd.AddCommand(newVersionCommand())
 	cmd.AddCommand(newPredictCommand())
 	cmd.AddCommand(newAuditCommand())
+	cmd.AddCommand(newSimCommand())
 	return cmd
 }

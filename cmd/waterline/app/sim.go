@@ -1,0 +1,280 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+
+	"github.com/waterline-dev/waterline/pkg/sim"
+	"github.com/waterline-dev/waterline/pkg/sim/report"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
+)
+
+type simOptions struct {
+	workload   string
+	nodes      int
+	duration   time.Duration
+	step       time.Duration
+	seed       int64
+	policies   []string
+	out        string
+	output     string
+	batchLoad  float64
+	progress   bool
+	noProgress bool
+}
+
+func newSimCommand() *cobra.Command {
+	o := simOptions{
+		workload: workload.KindSynthetic,
+		nodes:    100,
+		duration: 24 * time.Hour,
+		step:     10 * time.Second,
+		seed:     1,
+		out:      "waterline-sim",
+		output:   "table",
+	}
+	for _, p := range sim.Policies {
+		o.policies = append(o.policies, string(p))
+	}
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulate a cluster with and without Waterline, on a synthetic workload or a trace",
+		Long: `sim replays a workload on a simulated cluster once per policy and compares
+them: utilisation gained, what it cost the online (Prod) services, what
+happened to batch work. It calls the same decision code as the scheduler,
+the agent and the manager.
+
+Policies:
+  k8s-default  requests only: NodeResourcesFit's fit and least-allocated
+               score; batch jobs ask for cpu and memory like everyone.
+  waterline    LoadAware scheduling, Mid/Batch tiers from predictions and
+               real use, priority bands, and node QoS that forbids
+               scheduling, throttles and evicts Batch pods precisely.
+  evict-all    waterline whose node QoS acts on every Batch pod of a node at
+               a breach (before seed 000's precise action).
+
+Workloads (--workload):
+  synthetic    diurnal online services and bursty batch arrivals (the
+               default; see pkg/sim/README.md for every parameter)
+  alibaba      online load from the Alibaba v2018 machines
+  openb        node shapes and request mixes from the openb lists
+  bitbrains    online usage shapes from the Bitbrains VMs
+  PATH         a trace folder or file of one of the above, or a JSON file
+               of synthetic parameters
+Traces are looked up in shared/traces in the working directory or a parent.
+
+Writes a summary table (JSON with -o json, Markdown with -o markdown) to
+stdout and, with --out (default waterline-sim), an HTML report with SVG
+charts and the numbers as JSON.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSim(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, commandLine(cmd))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.workload, "workload", o.workload, "synthetic, alibaba, openb, bitbrains, or a path to a trace or a JSON file of synthetic parameters")
+	f.IntVar(&o.nodes, "nodes", o.nodes, "number of nodes (≥ 1)")
+	f.DurationVar(&o.duration, "duration", o.duration, "simulated time, a multiple of --step")
+	f.DurationVar(&o.step, "step", o.step, "simulated time between two steps: whole seconds in [1s, 5m] dividing 10s, 60s and 5m")
+	f.Int64Var(&o.seed, "seed", o.seed, "seed of the workload and of the scheduler's tie-breaking")
+	f.StringSliceVar(&o.policies, "policies", o.policies, "policies to compare: "+strings.Join(policyNames(), ", "))
+	f.StringVar(&o.out, "out", o.out, "directory for the HTML report, result.json and the charts (empty: none)")
+	f.StringVarP(&o.output, "output", "o", o.output, "stdout format: table, json, or markdown (the summary table for a README)")
+	f.Float64Var(&o.batchLoad, "batch-load", 0, "synthetic workloads: batch CPU demand offered, in percent of the cluster's CPU (0: the default, 60)")
+	f.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
+	f.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar")
+	return cmd
+}
+
+func policyNames() []string {
+	var out []string
+	for _, p := range sim.Policies {
+		out = append(out, string(p))
+	}
+	return out
+}
+
+// commandLine is how the command was invoked, for the report.
+func commandLine(cmd *cobra.Command) string {
+	args := []string{"waterline", "sim"}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return strings.Join(args, " ")
+}
+
+// validate returns every bad flag, named.
+func (o simOptions) validate() field.ErrorList {
+	var errs field.ErrorList
+	if o.nodes < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("--nodes"), o.nodes, "must be at least 1"))
+	}
+	if o.step < time.Second || o.step > 5*time.Minute || o.step%time.Second != 0 {
+		errs = append(errs, field.Invalid(field.NewPath("--step"), o.step.String(), "must be whole seconds in [1s, 5m]"))
+	} else {
+		// The agents' intervals (QoS 10s, reports 60s, prediction 5m)
+		// must fall on steps.
+		for _, every := range []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute} {
+			if every%o.step != 0 {
+				errs = append(errs, field.Invalid(field.NewPath("--step"), o.step.String(), fmt.Sprintf("must divide %s (the agents' intervals)", every)))
+				break
+			}
+		}
+	}
+	if o.duration <= 0 || o.step > 0 && o.duration%o.step != 0 {
+		errs = append(errs, field.Invalid(field.NewPath("--duration"), o.duration.String(), "must be a positive multiple of --step"))
+	}
+	if len(o.policies) == 0 {
+		errs = append(errs, field.Required(field.NewPath("--policies"), "at least one policy"))
+	}
+	seen := map[string]bool{}
+	for i, p := range o.policies {
+		switch {
+		case !slices.Contains(policyNames(), p):
+			errs = append(errs, field.NotSupported(field.NewPath("--policies").Index(i), p, policyNames()))
+		case seen[p]:
+			errs = append(errs, field.Duplicate(field.NewPath("--policies").Index(i), p))
+		}
+		seen[p] = true
+	}
+	if !slices.Contains([]string{"table", "json", "markdown"}, o.output) {
+		errs = append(errs, field.NotSupported(field.NewPath("--output"), o.output, []string{"table", "json", "markdown"}))
+	}
+	if !slices.Contains(workload.Kinds, o.workload) {
+		if _, _, err := workload.Detect(o.workload); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("--workload"), o.workload, err.Error()))
+		}
+	}
+	if o.batchLoad < 0 || o.batchLoad > 500 {
+		errs = append(errs, field.Invalid(field.NewPath("--batch-load"), o.batchLoad, "must be in [0, 500]"))
+	}
+	if o.progress && o.noProgress {
+		errs = append(errs, field.Invalid(field.NewPath("--progress"), o.progress, "contradicts --no-progress"))
+	}
+	return errs
+}
+
+func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command string) error {
+	if errs := o.validate(); len(errs) > 0 {
+		return fmt.Errorf("invalid flags: %w", errs.ToAggregate())
+	}
+	logger := klog.FromContext(ctx)
+	wd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("finding the working directory: %w", err)
+	}
+	start := time.Now()
+	w, err := workload.Load(o.workload, wd, workload.SyntheticParams{
+		Seed: o.seed, Nodes: o.nodes, Duration: o.duration, BatchLoadPercent: o.batchLoad,
+	})
+	if err != nil {
+		return err
+	}
+	logger.V(1).Info("Built workload", "workload", w.Name, "nodes", len(w.Nodes), "services", len(w.Services), "jobs", len(w.Jobs), "elapsed", time.Since(start))
+
+	cfg := sim.Config{Step: o.step, Seed: o.seed}
+	for _, p := range o.policies {
+		cfg.Policies = append(cfg.Policies, sim.Policy(p))
+	}
+	if o.progress || !o.noProgress && isTerminal(stderr) {
+		bar := newProgressBar(stderr, len(cfg.Policies))
+		cfg.Progress = bar.update
+		defer bar.done()
+	}
+	res, err := sim.Run(ctx, cfg, w)
+	if err != nil {
+		return err
+	}
+	logger.V(1).Info("Simulated", "policies", len(res.Policies), "elapsed", time.Since(start))
+
+	switch o.output {
+	case "json":
+		err = report.WriteJSON(stdout, res)
+	case "markdown":
+		err = report.WriteMarkdown(stdout, res)
+	default:
+		err = report.WriteTable(stdout, res)
+	}
+	if err != nil {
+		return err
+	}
+	if o.out != "" {
+		path, err := report.WriteDir(o.out, res, report.Options{Command: command})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Report: %s (numbers in %s)\n", path, strings.TrimSuffix(path, report.IndexFile)+report.ResultFile)
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a character device, as a terminal is.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar draws one line on stderr: the share of steps done over all
+// policies, redrawn when it moves by a percent.
+type progressBar struct {
+	mu       sync.Mutex
+	w        io.Writer
+	steps    map[sim.Policy]int // done, per policy
+	total    map[sim.Policy]int
+	policies int
+	shown    int
+	start    time.Time
+}
+
+func newProgressBar(w io.Writer, policies int) *progressBar {
+	return &progressBar{w: w, steps: map[sim.Policy]int{}, total: map[sim.Policy]int{}, policies: policies, shown: -1, start: time.Now()}
+}
+
+func (b *progressBar) update(p sim.Policy, done, total int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.steps[p], b.total[p] = done, total
+	var d, t int
+	for k := range b.total {
+		d += b.steps[k]
+		t += b.total[k]
+	}
+	// Policies not started yet count as the same length as the others.
+	if len(b.total) > 0 {
+		t = t * b.policies / len(b.total)
+	}
+	pct := 0
+	if t > 0 {
+		pct = 100 * d / t
+	}
+	if pct == b.shown {
+		return
+	}
+	b.shown = pct
+	const width = 40
+	filled := width * pct / 100
+	fmt.Fprintf(b.w, "\r[%s%s] %3d%%  %s", strings.Repeat("#", filled), strings.Repeat(" ", width-filled), pct, time.Since(b.start).Round(time.Second))
+}
+
+func (b *progressBar) done() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shown >= 0 {
+		fmt.Fprintln(b.w)
+	}
+}

@@ -1,0 +1,124 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/waterline-dev/waterline/pkg/sim"
+	"github.com/waterline-dev/waterline/pkg/trace"
+)
+
+func runSimCmd(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := NewCommand()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(append([]string{"sim"}, args...))
+	err = cmd.ExecuteContext(t.Context())
+	return out.String(), errOut.String(), err
+}
+
+func TestSimFlagValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string // each must appear in the error
+	}{
+		{"nodes", []string{"--nodes=0"}, []string{"--nodes: Invalid value: 0"}},
+		{"step not whole seconds", []string{"--step=1500ms"}, []string{"--step: Invalid value: \"1.5s\""}},
+		{"step not dividing the agents' intervals", []string{"--step=7s", "--duration=7m"}, []string{"--step: Invalid value: \"7s\": must divide 10s"}},
+		{"duration", []string{"--duration=25s"}, []string{"--duration: Invalid value: \"25s\""}},
+		{"unknown policy and duplicate", []string{"--policies=waterline,best,waterline"},
+			[]string{`--policies[1]: Unsupported value: "best"`, `--policies[2]: Duplicate value: "waterline"`}},
+		{"output", []string{"-o=yaml"}, []string{`--output: Unsupported value: "yaml"`}},
+		{"workload", []string{"--workload=/no/such/trace"}, []string{`--workload: Invalid value: "/no/such/trace"`}},
+		// Every bad flag is reported at once.
+		{"all at once", []string{"--nodes=-1", "-o=xml", "--batch-load=900"},
+			[]string{"--nodes", "--output", "--batch-load"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := runSimCmd(t, append(tt.args, "--out=", "--no-progress")...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSimRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "report")
+	stdout, stderr, err := runSimCmd(t, "--nodes=6", "--duration=2h", "--seed=3", "--out="+dir, "--no-progress")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	lines := strings.Split(stdout, "\n")
+	if !strings.HasPrefix(lines[0], "workload synthetic: 6 nodes") {
+		t.Errorf("first line %q", lines[0])
+	}
+	if diff := cmp.Diff([]string{"METRIC", "K8S-DEFAULT", "WATERLINE", "EVICT-ALL"}, strings.Fields(lines[2])); diff != "" {
+		t.Errorf("table header (-want +got):\n%s", diff)
+	}
+	if want := "Report: " + filepath.Join(dir, "index.html"); !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q does not say %q", stderr, want)
+	}
+	for _, f := range []string{"index.html", "result.json", "cpu.svg", "contention.svg", "qos.svg", "tiers.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("report file missing: %v", err)
+		}
+	}
+	if strings.Contains(stderr, "[") {
+		t.Errorf("a progress bar was drawn with --no-progress: %q", stderr)
+	}
+}
+
+func TestSimJSONAndProgress(t *testing.T) {
+	stdout, stderr, err := runSimCmd(t, "--nodes=4", "--duration=1h", "--policies=waterline,k8s-default", "-o=json", "--out=", "--progress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res sim.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("stdout is not a result: %v\n%s", err, stdout)
+	}
+	var got []sim.Policy
+	for _, p := range res.Policies {
+		got = append(got, p.Policy)
+	}
+	if diff := cmp.Diff([]sim.Policy{sim.PolicyWaterline, sim.PolicyK8sDefault}, got); diff != "" {
+		t.Errorf("policies (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(stderr, "100%") {
+		t.Errorf("--progress drew no finished bar: %q", stderr)
+	}
+}
+
+func TestSimBadTraceRow(t *testing.T) {
+	dir := t.TempDir()
+	csv := "m_1,0,50,80,,,1,1,1\nm_1,60,150,80,,,1,1,1\n"
+	if err := os.WriteFile(filepath.Join(dir, trace.MachineUsageFile), []byte(csv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runSimCmd(t, "--workload="+dir, "--nodes=2", "--duration=10m", "--out=", "--no-progress")
+	if err == nil {
+		t.Fatal("a CPU utilisation of 150 % was accepted")
+	}
+	// The error names the file, the line and the column.
+	for _, want := range []string{trace.MachineUsageFile + ":2", "cpu_util_percent", "150"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}

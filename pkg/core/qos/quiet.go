@@ -1,0 +1,37 @@
+package qos
+
+// Quiet reports whether Plan, given node and h and candidates of which
+// none holds a quota (every CPUQuotaMilli is NoQuota), would decide
+// nothing: no forbid scheduling, no throttling, no restoring, no eviction,
+// every quota left as it is. It holds when every metric with a
+// forbid-scheduling, throttle or evict line is measured and at or under
+// each of those lines, and no counter of h is on or has counted a sample
+// over its line.
+//
+// The only thing Plan would still do then is count one more sample at or
+// under each line. Such a count decides nothing later: a counter that is
+// off with no sample over its line turns on only after avoidanceCount
+// samples over it, whatever it counted under; the under-count only
+// releases a counter that is on. So a caller may skip Plan on a quiet node
+// and keep h, which is what a simulator of a thousand mostly idle nodes
+// needs: Quiet reads the lines and h and allocates nothing.
+//
+// Quiet does not look at the candidates: the caller must know that none
+// holds a quota, since Plan would restore or release it.
+func (p *Planner) Quiet(node NodeState, h Hysteresis) bool {
+	for _, l := range p.wl.Lines {
+		if l.Action == ActionThrottleUp {
+			continue
+		}
+		u, ok := node.Usage[l.Metric]
+		if !ok || u > l.Value {
+			return false
+		}
+	}
+	for _, c := range h.Counters {
+		if c.Active || c.Over > 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,162 @@
+package qos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+)
+
+// quietLines is a node10 NodeQOS with every kind of line: CPU forbid 60 %
+// (6000m), throttle 70 % (7000m), restore 50 % (5000m), evict 90 %
+// (9000m); memory evict 90 % (~9.0 GiB).
+func quietLines(t testing.TB) *Planner {
+	return mustPlanner(t, nodeQOS("q", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{
+			ForbidSchedulingPercent: ptr.To[int32](60), ThrottlePercent: ptr.To[int32](70),
+			RestorePercent: ptr.To[int32](50), EvictPercent: ptr.To[int32](90),
+		}
+		s.Memory = &v1alpha1.MemoryWaterlines{EvictPercent: ptr.To[int32](90)}
+	}))
+}
+
+func TestQuiet(t *testing.T) {
+	p := quietLines(t)
+	under := NodeUsage{MetricCPU: 4000, MetricMemory: 4 * gib}
+	tests := []struct {
+		name  string
+		usage NodeUsage
+		h     Hysteresis
+		want  bool
+	}{
+		{"every metric under every line, fresh state", under, Hysteresis{}, true},
+		// 6000m is exactly the forbid line: at or under is under.
+		{"at the lowest line", NodeUsage{MetricCPU: 6000, MetricMemory: 4 * gib}, Hysteresis{}, true},
+		// Between the restore line (5000m) and the forbid line: the
+		// restore line triggers nothing while nothing is throttled.
+		{"over the restore line only", NodeUsage{MetricCPU: 5500, MetricMemory: 4 * gib}, Hysteresis{}, true},
+		{"one millicore over the forbid line", NodeUsage{MetricCPU: 6001, MetricMemory: 4 * gib}, Hysteresis{}, false},
+		{"memory over its evict line", NodeUsage{MetricCPU: 4000, MetricMemory: 9*gib + gib/2}, Hysteresis{}, false},
+		{"memory usage missing", NodeUsage{MetricCPU: 4000}, Hysteresis{}, false},
+		{"samples counted under only", under,
+			Hysteresis{Counters: []Counter{{Action: ActionThrottleDown, Metric: MetricCPU, Under: 7}}}, true},
+		// One sample over was counted: Plan must reset it, or the next
+		// sample over would trigger after one sample instead of two.
+		{"a sample over counted", under,
+			Hysteresis{Counters: []Counter{{Action: ActionThrottleDown, Metric: MetricCPU, Over: 1}}}, false},
+		{"throttling on", under,
+			Hysteresis{Counters: []Counter{{Action: ActionThrottleDown, Metric: MetricCPU, Active: true, Under: 1}}}, false},
+		{"forbid scheduling on", under,
+			Hysteresis{Counters: []Counter{{Action: ActionForbidScheduling, Metric: MetricCPU, Active: true}}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := p.Quiet(NodeState{Usage: tt.usage}, tt.h); got != tt.want {
+				t.Errorf("Quiet = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// decision is what a cycle changes on the node.
+type decision struct {
+	Forbid    bool
+	Evictions []string
+	Quotas    map[string]int64
+}
+
+func decisionOf(p Plan) decision {
+	return decision{Forbid: p.ForbidScheduling, Evictions: evicted(p), Quotas: changedQuotas(p)}
+}
+
+// TestQuietSkipsNothing runs two shells side by side over random usage
+// walks: one plans every cycle, the other skips Plan (keeping its
+// hysteresis) whenever Quiet says so and no pod holds a quota. Every
+// cycle both must decide the same: skipping a quiet node changes nothing
+// the node would do, now or later.
+func TestQuietSkipsNothing(t *testing.T) {
+	p := quietLines(t)
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 1))
+			always, skipping := fourPods(), fourPods()
+			var hAlways, hSkipping Hysteresis
+			cpu, mem := int64(5000), 5*gib
+			skipped := 0
+			for cycle := range 2000 {
+				// A random walk that crosses every line now and then.
+				cpu = min(max(cpu+rng.Int64N(1601)-800, 0), 11000)
+				mem = min(max(mem+rng.Int64N(gib)-gib/2, 0), 10*gib)
+				node := NodeState{
+					Usage: NodeUsage{MetricCPU: cpu, MetricMemory: mem},
+					// A one-sample window of starved pods, so that CPU
+					// eviction can fire when its line is crossed.
+					CPUWindow: &CPUWindow{NodeCPUMilli: cpu, BE: SampleBECPU(node10.CPUMilli, cpu, always)},
+				}
+				full := p.Plan(node, always, hAlways)
+				want := decisionOf(full)
+				hAlways = full.Hysteresis
+				apply(always, full)
+
+				var got decision
+				if p.Quiet(node, hSkipping) && !anyQuota(skipping) {
+					skipped++
+					got = decision{Quotas: map[string]int64{}}
+				} else {
+					plan := p.Plan(node, skipping, hSkipping)
+					got = decisionOf(plan)
+					hSkipping = plan.Hysteresis
+					apply(skipping, plan)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("cycle %d (cpu %dm, memory %d): the skipping shell decided otherwise (-always +skipping):\n%s", cycle, cpu, mem, diff)
+				}
+			}
+			if skipped == 0 {
+				t.Fatal("no cycle was quiet: the walk does not test skipping")
+			}
+		})
+	}
+}
+
+// apply remembers the plan's quotas as the shell would. Evicted pods are
+// replaced by a pod of the same name, as their controller would.
+func apply(pods []Candidate, plan Plan) {
+	for i := range pods {
+		pods[i].CPUQuotaMilli = plan.Quotas[i].DesiredMilli
+	}
+}
+
+func anyQuota(pods []Candidate) bool {
+	for i := range pods {
+		if pods[i].CPUQuotaMilli != NoQuota {
+			return true
+		}
+	}
+	return false
+}
+
+func BenchmarkQuiet(b *testing.B) {
+	p := quietLines(b)
+	node := NodeState{Usage: NodeUsage{MetricCPU: 4000, MetricMemory: 4 * gib}}
+	h := Hysteresis{Counters: []Counter{{Action: ActionThrottleDown, Metric: MetricCPU, Under: 7}}}
+	pods := fourPods()
+	b.Run("quiet", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !p.Quiet(node, h) {
+				b.Fatal("not quiet")
+			}
+		}
+	})
+	b.Run("baseline-plan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.Plan(node, pods, h)
+		}
+	})
+}

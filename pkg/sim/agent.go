@@ -1,0 +1,255 @@
+package sim
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/tiers"
+)
+
+// nodeQoS is one cycle of the node agent's QoS loop: sample the CPU
+// eviction window, plan with the QoS core (or skip planning when the core
+// says the node is quiet), apply the quotas, and evict under the rate
+// limit. evict-all then widens every action to all Batch/Free pods.
+func (r *run) nodeQoS(n *node) {
+	r.usage[qos.MetricCPU] = n.usageCPU
+	r.usage[qos.MetricMemory] = n.usageMemory
+	for i, hi := range n.candHot {
+		c, h := &n.cands[i], &n.hot[hi]
+		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = h.usageCPU, h.usageMemory, h.quota
+	}
+	// The shell samples the window every cycle with the candidates it
+	// plans with, so that the window and the present are measured alike.
+	be := qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands)
+	n.window.push(windowSample{node: n.usageCPU, usage: be.UsageMilli, request: be.RequestMilli, allowing: be.AllowanceMilli})
+	if r.qosInterval() > 0 {
+		n.tokens = min(n.maxPerMin, n.tokens+n.maxPerMin*r.qosInterval().Minutes())
+	}
+	state := qos.NodeState{Usage: r.usage, CPUWindow: n.window.average(&r.window)}
+	if n.throttled == 0 && n.planner.Quiet(state, n.hysteresis) {
+		r.setForbid(n, false)
+		return
+	}
+	// The planner checks every candidate's real pod before acting.
+	for i, p := range n.candPods {
+		n.cands[i].Pod = p.obj
+	}
+	plan := n.planner.Plan(state, n.cands, n.hysteresis)
+	for i, p := range n.candPods {
+		n.cands[i].Pod = p.stand
+	}
+	n.hysteresis = plan.Hysteresis
+	r.setForbid(n, plan.ForbidScheduling)
+	var wide *widening
+	if r.policy == PolicyEvictAll {
+		wide = r.widen(n, &plan)
+	}
+	r.stats.planned(n, &plan, wide)
+	for i := range plan.Quotas {
+		q := &plan.Quotas[i]
+		p := r.candPod(n, i, q.Pod.UID)
+		if p == nil {
+			continue
+		}
+		r.setQuota(n, p, q.DesiredMilli)
+	}
+	for _, e := range plan.Evictions {
+		if n.tokens < 1 {
+			// The rate limit holds the rest; the next cycle plans again.
+			break
+		}
+		p := r.podByUID(n, e.Pod.UID)
+		if p == nil {
+			continue
+		}
+		n.tokens--
+		r.stats.qosEvicted()
+		r.evict(p)
+	}
+}
+
+func (r *run) qosInterval() time.Duration { return r.cfg.QoSInterval }
+
+// widen is evict-all's agent, the behaviour before seed 000's precise
+// action: once the precise plan says a breach needs throttling, every
+// Batch/Free pod is throttled to its floor; once it needs an eviction,
+// every Batch/Free pod is evicted. It returns what that releases, for the
+// over-action ratio: for throttling, Σ min(usage, current quota) − floor;
+// for eviction, Σ usage of the metric (Σ CPU request for the
+// satisfaction-based CPU eviction).
+func (r *run) widen(n *node, plan *qos.Plan) *widening {
+	w := &widening{evictReleased: map[qos.MetricName]int64{}}
+	for _, o := range plan.Outcomes {
+		switch {
+		case o.Action == qos.ActionThrottleDown && o.Acted > 0:
+			w.throttle = true
+		case o.Action == qos.ActionEvict && o.Acted > 0:
+			w.evict = true
+		}
+	}
+	minPercent := n.planner.Waterlines().Throttle.MinCPUPercent
+	if w.throttle && len(plan.Quotas) == len(n.cands) {
+		for i := range plan.Quotas {
+			c := &n.cands[i]
+			floor := qos.CPUFloorMilli(c, minPercent)
+			capped := c.CPUUsageMilli
+			if c.CPUQuotaMilli != qos.NoQuota {
+				capped = min(capped, c.CPUQuotaMilli)
+			}
+			w.throttleReleased += max(0, capped-floor)
+			if q := &plan.Quotas[i]; q.DesiredMilli == qos.NoQuota || q.DesiredMilli > floor {
+				q.DesiredMilli = floor
+			}
+		}
+	}
+	if w.evict {
+		plan.Evictions = plan.Evictions[:0]
+		for i := range n.cands {
+			c := &n.cands[i]
+			w.evictReleased[qos.MetricCPU] += c.CPUUsageMilli
+			w.evictReleased[qos.MetricMemory] += c.MemoryUsageBytes
+			w.evictRequest += c.CPURequestMilli
+			plan.Evictions = append(plan.Evictions, qos.Eviction{Pod: c.PodRef, Metric: qos.MetricCPU, Release: c.CPURequestMilli})
+		}
+	}
+	return w
+}
+
+// candPod returns the pod of candidate i, checking it is the one the plan
+// names.
+func (r *run) candPod(n *node, i int, uid types.UID) *pod {
+	if i < len(n.candPods) && n.candPods[i].uid == uid {
+		return n.candPods[i]
+	}
+	return nil
+}
+
+func (r *run) podByUID(n *node, uid types.UID) *pod {
+	for _, p := range n.candPods {
+		if p.uid == uid {
+			return p
+		}
+	}
+	return nil
+}
+
+func (r *run) setQuota(n *node, p *pod, q int64) {
+	h := p.st()
+	if (h.quota == qos.NoQuota) != (q == qos.NoQuota) {
+		if q == qos.NoQuota {
+			n.throttled--
+		} else {
+			n.throttled++
+		}
+	}
+	h.quota = q
+}
+
+// setForbid reports the ForbidScheduling condition, as the agent patches
+// its NodeMetric when it changes.
+func (r *run) setForbid(n *node, forbid bool) {
+	n.forbid = forbid
+	if n.load.Metric != nil {
+		n.load.Metric.ForbidScheduling = forbid
+	}
+}
+
+// newMetric is the LoadAware view of a NodeMetric the agent reports at
+// now: everything but the usage, which the caller fills in as vectors
+// (building the NodeMetric's ResourceLists for a thousand nodes every
+// minute would cost more than the rest of the step).
+func (r *run) newMetric(n *node, now time.Time) *loadaware.Metric {
+	nm := &v1alpha1.NodeMetric{
+		Spec:   v1alpha1.NodeMetricSpec{CollectPolicy: n.resolved.Collect},
+		Status: v1alpha1.NodeMetricStatus{UpdateTime: &metav1.Time{Time: now}},
+	}
+	m := r.la.NewMetric(nm)
+	m.ForbidScheduling = n.forbid
+	return m
+}
+
+// report is the node agent's NodeMetric report, followed by what the
+// reporting sets off: the predictor's histogram update and prediction, and
+// the manager's tier calculation for the node.
+func (r *run) report(n *node) {
+	now := r.now
+	m := r.newMetric(n, now)
+	m.NodeUsage[loadaware.CPU] = n.usageAvg.report(r.aggReports, n.usageSum, n.usageSteps)
+	m.NodeUsage[loadaware.Memory] = n.usageMemory
+	// Pods leave the map when they leave the node (node.remove), so
+	// refilling it leaves exactly the node's pods, without clearing it.
+	var prodMidCPU, prodMidMem, prodReqCPU, prodReqMem int64
+	for i, p := range n.pods {
+		h := &n.hot[i]
+		u := loadaware.Vector{loadaware.CPU: n.snaps[i].report(r.aggReports, h.avgSum, h.avgSteps), loadaware.Memory: h.usageMemory}
+		n.podUsage[p.key] = u
+		if h.tier == tierProd || h.tier == tierMid {
+			prodMidCPU += u[loadaware.CPU]
+			prodMidMem += u[loadaware.Memory]
+		}
+		if h.tier == tierProd {
+			m.ProdUsage = m.ProdUsage.Add(u)
+			prodReqCPU += p.req[resCPU]
+			prodReqMem += p.req[resMemory]
+		}
+	}
+	if r.la.ProdUsageIncludeSys {
+		m.ProdUsage[loadaware.CPU] += n.spec.SystemCPUMilli
+		m.ProdUsage[loadaware.Memory] += n.spec.SystemMemoryBytes
+	}
+	m.PodUsage = n.podUsage
+
+	if n.hasPeak {
+		m.ProdPeak[loadaware.CPU], m.ProdPeak[loadaware.Memory] = n.peakCPU, n.peakMem
+		m.HasProdPeak = true
+	}
+	n.load.Metric = m
+	n.excessFresh = false
+
+	in := tiers.NodeInput{
+		CPU: tiers.ResourceState{
+			Allocatable: n.spec.CPUMilli, ProdAllocated: prodReqCPU, ProdPeak: n.peakCPU, ProdPeakKnown: n.hasPeak,
+			ProdMidUsage: prodMidCPU, SystemUsage: n.spec.SystemCPUMilli,
+		},
+		Memory: tiers.ResourceState{
+			Allocatable: n.spec.MemoryBytes, ProdAllocated: prodReqMem, ProdPeak: n.peakMem, ProdPeakKnown: n.hasPeak,
+			ProdMidUsage: prodMidMem, SystemUsage: n.spec.SystemMemoryBytes,
+		},
+		UpdateTime: now,
+	}
+	res := tiers.Calculate(n.resolved.Tiers, in, now)
+	if ok, _ := tiers.ShouldUpdate(n.resolved.Tiers, n.spec.CPUMilli, n.spec.MemoryBytes, n.published, res.Allocatable); ok {
+		n.published = res.Allocatable.ResourceList()
+		n.alloc[resMidCPU], n.alloc[resMidMemory] = res.MidCPU, res.MidMemory
+		n.alloc[resBatchCPU], n.alloc[resBatchMemory] = res.BatchCPU, res.BatchMemory
+	}
+}
+
+// predict feeds the node's Prod histograms with this sample and predicts
+// the Prod peak with the node's predict policy.
+func (r *run) predict(n *node, now time.Time) {
+	sysCPU, sysMem := n.spec.SystemCPUMilli, n.spec.SystemMemoryBytes
+	var prodCPU, prodMem int64
+	for i, p := range n.pods {
+		h := &n.hot[i]
+		if h.tier != tierProd {
+			continue
+		}
+		prodCPU += h.usageCPU
+		prodMem += h.usageMemory
+		n.cpuTracker.AddPodSample(p.key, float64(h.usageCPU)/1000, 1, now)
+		n.memTracker.AddPodSample(p.key, float64(h.usageMemory)/gib, 1, now)
+	}
+	n.cpuTracker.AddNodeSample(float64(prodCPU+sysCPU)/1000, 1, now)
+	n.memTracker.AddNodeSample(float64(prodMem+sysMem)/gib, 1, now)
+	model := n.model
+	cpu := model.Predict(n.cpuTracker.Input(now))
+	mem := model.Predict(n.memTracker.Input(now))
+	n.peakCPU, n.peakMem = int64(cpu.Peak*1000), int64(mem.Peak*gib)
+	n.hasPeak = true
+}

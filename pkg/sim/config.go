@@ -1,0 +1,290 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/core/colocation"
+	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+)
+
+// Policy is a way to run the cluster that a simulation compares.
+type Policy string
+
+// Policies.
+const (
+	// PolicyK8sDefault is plain Kubernetes: pods are placed by requests
+	// (NodeResourcesFit's fit and least-allocated score), Batch and Mid
+	// jobs ask for cpu and memory like everyone, nothing is over-committed
+	// and nothing watches node usage.
+	PolicyK8sDefault Policy = "k8s-default"
+	// PolicyWaterline is Waterline: pods queue by priority band, the
+	// colocation profiles turn Batch and Mid jobs into tier pods, the
+	// scheduler adds LoadAware to the fit, the manager sells Mid and Batch
+	// tier resources from predictions and real use, and each node's QoS
+	// forbids scheduling, throttles and evicts Batch pods precisely.
+	PolicyWaterline Policy = "waterline"
+	// PolicyEvictAll is Waterline whose node QoS, at a breach, acts on
+	// every Batch pod of the node -- throttles all of them to their floor,
+	// evicts all of them -- as agents did before seed 000's precise
+	// action: the baseline for over-action.
+	PolicyEvictAll Policy = "evict-all"
+)
+
+// Policies lists every policy, in the order reports show them.
+var Policies = []Policy{PolicyK8sDefault, PolicyWaterline, PolicyEvictAll}
+
+// colocated reports whether the policy runs Waterline's tiers, LoadAware,
+// prediction and node QoS.
+func (p Policy) colocated() bool { return p != PolicyK8sDefault }
+
+// EvictedWork says what becomes of the work of an evicted job.
+type EvictedWork string
+
+// What an evicted job's new pod starts from.
+const (
+	// EvictedWorkRestart: the new pod starts the job over (batch work
+	// without checkpoints, the common case).
+	EvictedWorkRestart EvictedWork = "restart"
+	// EvictedWorkContinue: the new pod continues where the evicted one
+	// stopped (work that checkpoints).
+	EvictedWorkContinue EvictedWork = "continue"
+)
+
+// Config is how a simulation runs. Every field is documented with its
+// unit, range and default; WithDefaults fills unset (zero) fields only,
+// and Validate returns every bad field.
+type Config struct {
+	// Policies are compared on the same workload, each in its own
+	// goroutine. Default: every policy (Policies).
+	Policies []Policy
+	// Step is the simulated time between two steps: usage is computed,
+	// pending pods are scheduled and node QoS may act once per step. In
+	// [1s, 5m]; it divides every interval below. Default 10s.
+	Step time.Duration
+	// Seed seeds the scheduler's tie-breaking between equally scored
+	// nodes. The same workload, config and seed give the same result.
+	// Default 0.
+	Seed int64
+	// QoSInterval is how often each node's agent plans its QoS actions, a
+	// multiple of Step. Default 10s.
+	QoSInterval time.Duration
+	// RetryInterval is how often pods that did not fit are tried again, a
+	// multiple of Step. kube-scheduler retries them on cluster events
+	// after a backoff of at most 10 s, and a busy cluster has events all
+	// the time. Default 10s.
+	RetryInterval time.Duration
+	// PredictInterval is how often each node's agent adds a sample to its
+	// Prod usage histograms and predicts the Prod peak, a multiple of
+	// Step. The agent does it every 30-60 s; with a 12 h half-life a
+	// sample every few minutes predicts the same peaks, at a fraction of
+	// the cost for a thousand nodes. Default 5m.
+	PredictInterval time.Duration
+	// LoadAware are the LoadAware args of the waterline policies (they
+	// must be valid LoadAware args). Default DefaultLoadAwareSpec().
+	LoadAware *loadaware.Spec
+	// NodeQOS are the NodeQOS objects node agents enforce (each selects
+	// nodes by their labels; sim nodes carry kubernetes.io/hostname and
+	// the workload's node name). The CPU evict line they give a node is
+	// also the line prod contention is measured against, for every
+	// policy. Default DefaultNodeQOS().
+	NodeQOS []v1alpha1.NodeQOS
+	// ColocationPolicies are the ColocationPolicy objects: the "default"
+	// one's profiles turn pods into colocated pods, and each node's
+	// resolved policy gives its tiers, report interval and predictor. The
+	// report interval must be a multiple of Step. Default
+	// DefaultColocationPolicies().
+	ColocationPolicies []v1alpha1.ColocationPolicy
+	// PriorityClasses are the classes profiles may name. Default the
+	// Waterline band classes waterline-prod (9500), waterline-mid (7500)
+	// and waterline-batch (5500).
+	PriorityClasses []colocation.PriorityClass
+	// EvictedWork is what an evicted job's new pod starts from: restart
+	// or continue. Default restart.
+	EvictedWork EvictedWork
+	// ChartPoints is how many points the time series of the result have,
+	// in [2, 10000]. Default 288 (5 minutes each over 24 h).
+	ChartPoints int
+	// Progress, when set, is called from the policies' goroutines as they
+	// advance, about every 1 % of the run: done of total steps of policy.
+	Progress func(policy Policy, done, total int)
+}
+
+// Default names of the objects DefaultNodeQOS and
+// DefaultColocationPolicies return, and the namespaces the simulation
+// puts pods in.
+const (
+	NamespaceOnline = "online"
+	NamespaceMid    = "mid"
+	NamespaceBatch  = "batch"
+)
+
+// DefaultLoadAwareSpec returns LoadAware's default args (seed 001:
+// thresholds cpu 65 % and memory 95 %, weights 1 and 1, estimation
+// factors cpu 85 % and memory 70 %, a NodeMetric expires after 180 s).
+func DefaultLoadAwareSpec() loadaware.Spec {
+	return loadaware.Spec{
+		NodeMetricExpiration:    180 * time.Second,
+		ResourceWeights:         map[corev1.ResourceName]int64{corev1.ResourceCPU: 1, corev1.ResourceMemory: 1},
+		UsageThresholds:         map[corev1.ResourceName]int64{corev1.ResourceCPU: 65, corev1.ResourceMemory: 95},
+		EstimatedScalingFactors: map[corev1.ResourceName]int64{corev1.ResourceCPU: 85, corev1.ResourceMemory: 70},
+	}
+}
+
+// DefaultNodeQOS returns the simulation's NodeQOS: for every node, CPU
+// forbid scheduling and throttle at 70 % (seed 002: production merges the
+// two lines), restore at 60 %, evict (satisfaction-based) at 80 %; memory
+// forbid scheduling at 85 % and evict at 90 %; everything else at the API
+// defaults.
+func DefaultNodeQOS() []v1alpha1.NodeQOS {
+	return []v1alpha1.NodeQOS{{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1alpha1.NodeQOSSpec{
+			CPU: &v1alpha1.CPUWaterlines{
+				ForbidSchedulingPercent: ptr.To[int32](70),
+				ThrottlePercent:         ptr.To[int32](70),
+				RestorePercent:          ptr.To[int32](60),
+				EvictPercent:            ptr.To[int32](80),
+			},
+			Memory: &v1alpha1.MemoryWaterlines{
+				ForbidSchedulingPercent: ptr.To[int32](85),
+				EvictPercent:            ptr.To[int32](90),
+			},
+		},
+	}}
+}
+
+// DefaultColocationPolicies returns the "default" ColocationPolicy with
+// the API's tier, collect and predict defaults and one profile per
+// namespace of the simulation: pods in "online" become Prod
+// (waterline-prod), in "mid" Mid (waterline-mid), in "batch" Batch
+// (waterline-batch).
+func DefaultColocationPolicies() []v1alpha1.ColocationPolicy {
+	profile := func(ns string, band extension.Band, class string) v1alpha1.ColocationProfile {
+		return v1alpha1.ColocationProfile{
+			Name:              ns,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			Band:              string(band),
+			PriorityClassName: class,
+		}
+	}
+	return []v1alpha1.ColocationPolicy{{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultColocationPolicyName},
+		Spec: v1alpha1.ColocationPolicySpec{Profiles: []v1alpha1.ColocationProfile{
+			profile(NamespaceOnline, extension.BandProd, "waterline-prod"),
+			profile(NamespaceMid, extension.BandMid, "waterline-mid"),
+			profile(NamespaceBatch, extension.BandBatch, "waterline-batch"),
+		}},
+	}}
+}
+
+// DefaultPriorityClasses returns the band classes of
+// config/priorityclasses the default profiles name.
+func DefaultPriorityClasses() []colocation.PriorityClass {
+	return []colocation.PriorityClass{
+		{Name: "waterline-prod", Value: 9500},
+		{Name: "waterline-mid", Value: 7500},
+		{Name: "waterline-batch", Value: 5500},
+	}
+}
+
+// WithDefaults returns a copy of c with every unset field set to its
+// default.
+func (c Config) WithDefaults() Config {
+	if len(c.Policies) == 0 {
+		c.Policies = slices.Clone(Policies)
+	}
+	if c.Step == 0 {
+		c.Step = 10 * time.Second
+	}
+	if c.QoSInterval == 0 {
+		c.QoSInterval = 10 * time.Second
+	}
+	if c.RetryInterval == 0 {
+		c.RetryInterval = 10 * time.Second
+	}
+	if c.PredictInterval == 0 {
+		c.PredictInterval = 5 * time.Minute
+	}
+	if c.LoadAware == nil {
+		c.LoadAware = ptr.To(DefaultLoadAwareSpec())
+	}
+	if c.NodeQOS == nil {
+		c.NodeQOS = DefaultNodeQOS()
+	}
+	if c.ColocationPolicies == nil {
+		c.ColocationPolicies = DefaultColocationPolicies()
+	}
+	if c.PriorityClasses == nil {
+		c.PriorityClasses = DefaultPriorityClasses()
+	}
+	if c.EvictedWork == "" {
+		c.EvictedWork = EvictedWorkRestart
+	}
+	if c.ChartPoints == 0 {
+		c.ChartPoints = 288
+	}
+	return c
+}
+
+// Validate returns every field of c (defaulted) that is out of range,
+// naming the field and its value.
+func (c *Config) Validate() field.ErrorList {
+	var errs field.ErrorList
+	root := field.NewPath("config")
+	seen := map[Policy]bool{}
+	for i, p := range c.Policies {
+		if !slices.Contains(Policies, p) {
+			errs = append(errs, field.NotSupported(root.Child("policies").Index(i), p, Policies))
+		} else if seen[p] {
+			errs = append(errs, field.Duplicate(root.Child("policies").Index(i), p))
+		}
+		seen[p] = true
+	}
+	if c.Step < time.Second || c.Step > 5*time.Minute || c.Step%time.Second != 0 {
+		errs = append(errs, field.Invalid(root.Child("step"), c.Step.String(), "must be whole seconds in [1s, 5m]"))
+	}
+	multiple := func(name string, d time.Duration) {
+		if d <= 0 || c.Step > 0 && d%c.Step != 0 {
+			errs = append(errs, field.Invalid(root.Child(name), d.String(), fmt.Sprintf("must be a positive multiple of the step (%s)", c.Step)))
+		}
+	}
+	multiple("qosInterval", c.QoSInterval)
+	multiple("retryInterval", c.RetryInterval)
+	multiple("predictInterval", c.PredictInterval)
+	if c.LoadAware != nil {
+		if _, err := loadaware.NewConfig(*c.LoadAware); err != nil {
+			errs = append(errs, field.Invalid(root.Child("loadAware"), "", err.Error()))
+		}
+	}
+	for i := range c.ColocationPolicies {
+		p := &c.ColocationPolicies[i]
+		if p.Spec.CollectPolicy == nil || p.Spec.CollectPolicy.ReportIntervalSeconds == nil {
+			continue
+		}
+		multiple(fmt.Sprintf("colocationPolicies[%s].spec.collectPolicy.reportIntervalSeconds", p.Name),
+			time.Duration(*p.Spec.CollectPolicy.ReportIntervalSeconds)*time.Second)
+	}
+	classes := map[string]bool{}
+	for i, pc := range c.PriorityClasses {
+		if pc.Name == "" || classes[pc.Name] {
+			errs = append(errs, field.Invalid(root.Child("priorityClasses").Index(i).Child("name"), pc.Name, "must be set and unique"))
+		}
+		classes[pc.Name] = true
+	}
+	if c.EvictedWork != EvictedWorkRestart && c.EvictedWork != EvictedWorkContinue {
+		errs = append(errs, field.NotSupported(root.Child("evictedWork"), c.EvictedWork, []EvictedWork{EvictedWorkRestart, EvictedWorkContinue}))
+	}
+	if c.ChartPoints < 2 || c.ChartPoints > 10000 {
+		errs = append(errs, field.Invalid(root.Child("chartPoints"), c.ChartPoints, "must be in [2, 10000]"))
+	}
+	return errs
+}

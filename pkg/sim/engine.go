@@ -1,0 +1,107 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
+)
+
+// Run simulates every policy of cfg (defaulted and validated here) on the
+// workload w, each policy in its own goroutine, at most GOMAXPROCS at a
+// time, and returns the results in cfg.Policies order. It stops, with an
+// error, when ctx ends.
+func Run(ctx context.Context, cfg Config, w *workload.Workload) (*Result, error) {
+	cfg = cfg.WithDefaults()
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid simulation config: %w", errs.ToAggregate())
+	}
+	if errs := w.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid workload %s: %w", w.Name, errs.ToAggregate())
+	}
+	if w.Duration < cfg.Step {
+		return nil, fmt.Errorf("invalid simulation config: workload %s lasts %s, less than one step (%s)", w.Name, w.Duration, cfg.Step)
+	}
+	logger := klog.FromContext(ctx)
+	runs := make([]*run, len(cfg.Policies))
+	for i, p := range cfg.Policies {
+		r, err := newRun(&cfg, w, p)
+		if err != nil {
+			return nil, fmt.Errorf("setting up policy %s: %w", p, err)
+		}
+		runs[i] = r
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(runs))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			start := time.Now()
+			logger.V(2).Info("Simulating policy", "policy", r.policy, "nodes", len(r.nodes), "steps", r.steps)
+			if err := r.Run(ctx); err != nil {
+				errs[i] = err
+				cancel()
+				return
+			}
+			logger.V(2).Info("Simulated policy", "policy", r.policy, "elapsed", time.Since(start))
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	res := &Result{Workload: summarize(w), Seed: cfg.Seed, StepSeconds: int64(cfg.Step / time.Second)}
+	for _, r := range runs {
+		res.Policies = append(res.Policies, r.result())
+	}
+	return res, nil
+}
+
+func summarize(w *workload.Workload) WorkloadSummary {
+	s := WorkloadSummary{
+		Name:            w.Name,
+		Start:           w.Start,
+		DurationSeconds: int64(w.Duration / time.Second),
+		Nodes:           len(w.Nodes),
+		Services:        len(w.Services),
+	}
+	var cpu, mem, prod float64
+	for i := range w.Nodes {
+		cpu += float64(w.Nodes[i].CPUMilli)
+		mem += float64(w.Nodes[i].MemoryBytes)
+	}
+	for i := range w.Services {
+		prod += float64(w.Services[i].CPURequestMilli)
+	}
+	s.CPUCores, s.MemoryGiB = cpu/1000, mem/gib
+	if cpu > 0 {
+		s.ProdRequestPercent = 100 * prod / cpu
+	}
+	for i := range w.Jobs {
+		if w.Jobs[i].Class == workload.ClassMid {
+			s.MidJobs++
+		} else {
+			s.BatchJobs++
+		}
+	}
+	return s
+}

@@ -1,0 +1,440 @@
+package sim
+
+import (
+	"iter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/policy"
+	"github.com/waterline-dev/waterline/pkg/core/predict"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
+)
+
+// Resources NodeResourcesFit checks, as positions of a resVec.
+const (
+	resCPU = iota // millicores
+	resMemory
+	resMidCPU // millicores, as the tier resource counts them
+	resMidMemory
+	resBatchCPU
+	resBatchMemory
+	resPods
+	numRes
+)
+
+// resVec holds one amount per resource NodeResourcesFit checks.
+type resVec [numRes]int64
+
+func (v *resVec) add(o *resVec) {
+	for i := range v {
+		v[i] += o[i]
+	}
+}
+
+func (v *resVec) sub(o *resVec) {
+	for i := range v {
+		v[i] -= o[i]
+	}
+}
+
+// resVecOf reads the resources a resVec tracks from a ResourceList.
+func resVecOf(rl corev1.ResourceList) resVec {
+	var v resVec
+	v[resCPU] = rl.Cpu().MilliValue()
+	v[resMemory] = rl.Memory().Value()
+	for i, name := range map[int]corev1.ResourceName{
+		resMidCPU: extension.ResourceMidCPU, resMidMemory: extension.ResourceMidMemory,
+		resBatchCPU: extension.ResourceBatchCPU, resBatchMemory: extension.ResourceBatchMemory,
+		resPods: corev1.ResourcePods,
+	} {
+		if q, ok := rl[name]; ok {
+			v[i] = q.Value()
+		}
+	}
+	return v
+}
+
+// Requests kube-scheduler counts for a pod that asks for none, when it
+// scores (schedutil.DefaultMilliCPURequest, DefaultMemoryRequest).
+const (
+	nonZeroMilliCPU = 100
+	nonZeroMemory   = 200 * 1024 * 1024
+)
+
+// tier orders pods for CPU under contention: Prod first, then Mid, then
+// Batch and Free, each tier sharing what the ones before left in
+// proportion to demand.
+type tier uint8
+
+const (
+	tierProd tier = iota
+	tierMid
+	tierBatch
+	numTiers
+)
+
+// st returns the pod's step state: in its node's array while it is on a
+// node, its own otherwise.
+func (p *pod) st() *podHot {
+	if p.node != nil {
+		return &p.node.hot[p.nodeIdx]
+	}
+	return &p.h
+}
+
+// kind is what a pod runs.
+type kind uint8
+
+const (
+	kindService kind = iota // an online (Prod) service
+	kindMid                 // a Mid job
+	kindBatch               // a Batch job
+)
+
+// podHot is what every step reads and writes of a pod. A node keeps its
+// pods' podHot values side by side (node.hot), so that stepping a thousand
+// nodes walks small contiguous arrays instead of chasing a pointer per pod.
+type podHot struct {
+	// svc is the service a Prod pod runs (nil for jobs); a job's demand
+	// and work are copied here from its spec.
+	svc         *workload.Service
+	jobCPU      int64
+	work        int64 // millicore-seconds
+	cpuLimit    int64 // millicores, tier limits counted; 0 is none
+	quota       int64 // CPU quota node QoS holds the pod at (qos.NoQuota: none)
+	wantCPU     int64 // this step: demand capped at the limit
+	allowedCPU  int64 // ... and at the quota
+	usageCPU    int64 // ... and shared under contention
+	usageMemory int64
+	done        int64 // work done so far, millicore-seconds (jobs)
+	avgSum      int64 // Σ usageCPU, for the NodeMetric's averages
+	avgSteps    int64
+	tier        tier
+	kind        kind
+}
+
+// pod is one simulated pod: the corev1.Pod the cores look at, and what
+// the simulation derived from it once, when it was created.
+type pod struct {
+	// h is the pod's podHot while it is not on a node; on a node it lives
+	// in node.hot (see st).
+	h         podHot
+	candidate bool
+
+	obj  *corev1.Pod
+	key  string // namespace/name, as NodeMetrics list pods
+	uid  types.UID
+	band extension.Band
+	// priority is spec.priority (0 when unset); seq orders pods by
+	// creation.
+	priority int32
+	seq      int64
+	// job is the index of the job a Mid or Batch pod runs (-1 for
+	// services).
+	job int
+
+	// req is what NodeResourcesFit counts; nonZeroCPU and nonZeroMemory
+	// what its score counts.
+	req                       resVec
+	nonZeroCPU, nonZeroMemory int64
+	// load is LoadAware's estimate of the pod while it is pending;
+	// assigned its view once the pod is on a node.
+	load     loadaware.PodLoad
+	assigned loadaware.AssignedPod
+	// candidate (above) says node QoS may act on the pod
+	// (extension.QoSProtection and its band). stand is a pod the QoS
+	// core's checks cannot tell from obj, shared by many pods (see
+	// run.standIn).
+	stand *corev1.Pod
+
+	// Where the pod is: node and its index in node.pods (and, for a
+	// candidate, in node.cands).
+	node    *node
+	nodeIdx int
+	candIdx int
+
+	// sig identifies what the filters see of the pod.
+	sig int
+}
+
+// node is one simulated node: what the scheduler, the agent and the
+// manager know of it.
+type node struct {
+	idx  int
+	spec *workload.Node
+	obj  *corev1.Node
+
+	// alloc is what the node offers (cpu, memory, pods and the tier
+	// resources the manager publishes); req what its pods request.
+	alloc, req                resVec
+	nonZeroCPU, nonZeroMemory int64
+	// batchReqCPU is Σ the CPU requests (tier or not) of its Batch pods.
+	batchReqCPU int64
+	// pods are the node's pods; hot[i] is pods[i]'s step state and
+	// snaps[i] its sums at the last reports (for the NodeMetric's
+	// averages), kept side by side for the same reason.
+	pods  []*pod
+	hot   []podHot
+	snaps []avgSnaps
+
+	// LoadAware's view, refreshed lazily like the plugin's cache.
+	load        loadaware.NodeLoad
+	excessFresh bool
+	excessUntil time.Time
+	assigned    iter.Seq[*loadaware.AssignedPod]
+
+	// Agent state (colocated policies).
+	resolved   policy.Resolved
+	planner    *qos.Planner
+	hysteresis qos.Hysteresis
+	// cands are the QoS candidates of the node's Batch/Free pods, kept
+	// beside candPods and refreshed in place every cycle.
+	cands      []qos.Candidate
+	candPods   []*pod
+	candHot    []int32 // candHot[i] is the index in hot of cands[i]'s pod
+	throttled  int     // pods with a quota
+	forbid     bool
+	window     cpuWindow
+	tokens     float64
+	maxPerMin  float64
+	evictLine  int64
+	usageSum   int64
+	usageSteps int64
+	usageAvg   avgSnaps
+	podUsage   map[string]loadaware.Vector
+	model      predict.Predictor
+	cpuTracker *predict.Tracker
+	memTracker *predict.Tracker
+	// Published predictions and tiers.
+	hasPeak          bool
+	peakCPU, peakMem int64
+	published        corev1.ResourceList
+
+	// This step.
+	usageCPU, usageMemory int64
+	prodCPU, prodPods     int64
+	beCPU                 int64
+}
+
+// newPod derives what the simulation needs of obj; la is nil when
+// LoadAware is off.
+func newPod(obj *corev1.Pod, la *loadaware.Config, seq int64) *pod {
+	p := &pod{
+		obj:  obj,
+		key:  loadaware.PodKey(obj.Namespace, obj.Name),
+		uid:  obj.UID,
+		band: extension.BandOf(obj),
+		seq:  seq,
+		job:  -1,
+	}
+	p.h.quota = qos.NoQuota
+	if obj.Spec.Priority != nil {
+		p.priority = *obj.Spec.Priority
+	}
+	switch p.band {
+	case extension.BandProd:
+		p.h.tier = tierProd
+	case extension.BandMid:
+		p.h.tier = tierMid
+	default:
+		p.h.tier = tierBatch
+	}
+	p.req = resVecOf(resourcehelper.PodRequests(obj, resourcehelper.PodResourcesOptions{}))
+	p.req[resPods] = 1
+	nz := resourcehelper.PodRequests(obj, resourcehelper.PodResourcesOptions{
+		NonMissingContainerRequests: corev1.ResourceList{
+			corev1.ResourceCPU:    *resourceMilli(nonZeroMilliCPU),
+			corev1.ResourceMemory: *resourceBytes(nonZeroMemory),
+		},
+	})
+	p.nonZeroCPU, p.nonZeroMemory = nz.Cpu().MilliValue(), nz.Memory().Value()
+	if la != nil {
+		// A malformed estimation annotation only makes the estimate a
+		// default one; the simulation's pods carry none.
+		p.load, _ = la.NewPodLoad(obj)
+	}
+	p.candidate = p.band.IsLowPriority() && extension.QoSProtection(obj) == extension.NotProtected
+	p.stand = obj
+	p.h.kind = kindService
+	cand := qos.NewCandidate(obj, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})
+	p.h.cpuLimit = cand.CPULimitMilli
+	return p
+}
+
+// place puts p on n at now.
+func (n *node) place(p *pod, la *loadaware.Config, now time.Time) {
+	p.node, p.nodeIdx = n, len(n.pods)
+	n.pods = append(n.pods, p)
+	n.hot = append(n.hot, p.h)
+	n.snaps = append(n.snaps, avgSnaps{})
+	n.req.add(&p.req)
+	n.nonZeroCPU += p.nonZeroCPU
+	n.nonZeroMemory += p.nonZeroMemory
+	if p.h.kind == kindBatch {
+		n.batchReqCPU += p.req[resCPU] + p.req[resBatchCPU]
+	}
+	if la != nil {
+		// The scheduler counts the pod at once (Reserve); its estimate
+		// stands in for its load until a NodeMetric reports it.
+		p.assigned, _ = la.NewAssignedPod(p.obj, now)
+		n.excessFresh = false
+	}
+	p.candIdx = -1
+	if p.candidate && n.planner != nil {
+		p.candIdx = len(n.cands)
+		c := qos.NewCandidate(p.obj, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})
+		c.Pod = p.stand
+		n.cands = append(n.cands, c)
+		n.candPods = append(n.candPods, p)
+		n.candHot = append(n.candHot, int32(p.nodeIdx))
+	}
+}
+
+// remove takes p off its node.
+func (n *node) remove(p *pod) {
+	p.h = n.hot[p.nodeIdx]
+	last := len(n.pods) - 1
+	moved := n.pods[last]
+	n.pods[p.nodeIdx] = moved
+	n.hot[p.nodeIdx] = n.hot[last]
+	n.snaps[p.nodeIdx] = n.snaps[last]
+	moved.nodeIdx = p.nodeIdx
+	if moved.candIdx >= 0 && moved != p {
+		n.candHot[moved.candIdx] = int32(moved.nodeIdx)
+	}
+	n.pods[last] = nil
+	n.hot[last] = podHot{}
+	n.pods = n.pods[:last]
+	n.hot = n.hot[:last]
+	n.snaps = n.snaps[:last]
+	n.req.sub(&p.req)
+	n.nonZeroCPU -= p.nonZeroCPU
+	n.nonZeroMemory -= p.nonZeroMemory
+	if p.h.kind == kindBatch {
+		n.batchReqCPU -= p.req[resCPU] + p.req[resBatchCPU]
+	}
+	n.excessFresh = false
+	if p.candIdx >= 0 {
+		last := len(n.cands) - 1
+		movedPod := n.candPods[last]
+		n.cands[p.candIdx] = n.cands[last]
+		n.candPods[p.candIdx] = movedPod
+		n.candHot[p.candIdx] = n.candHot[last]
+		movedPod.candIdx = p.candIdx
+		n.cands[last] = qos.Candidate{}
+		n.candPods[last] = nil
+		n.cands = n.cands[:last]
+		n.candPods = n.candPods[:last]
+		n.candHot = n.candHot[:last]
+	}
+	if p.h.quota != qos.NoQuota {
+		n.throttled--
+	}
+	if n.podUsage != nil {
+		delete(n.podUsage, p.key)
+	}
+	p.node = nil
+}
+
+// refreshExcess brings LoadAware's excess of the node's pods up to now,
+// as the plugin's cache does before Filter and Score read it.
+func (n *node) refreshExcess(now time.Time) {
+	m := n.load.Metric
+	if m == nil {
+		return
+	}
+	if n.excessFresh && (n.excessUntil.IsZero() || now.Before(n.excessUntil)) {
+		return
+	}
+	n.load.Excess, n.load.ProdExcess, n.excessUntil = loadaware.NodeExcess(n.assigned, m, now)
+	n.excessFresh = true
+}
+
+// assignedSeq walks the node's pods for LoadAware, without allocating per
+// call: the closure is made once per node.
+func (n *node) assignedSeq() iter.Seq[*loadaware.AssignedPod] {
+	return func(yield func(*loadaware.AssignedPod) bool) {
+		for _, p := range n.pods {
+			if !yield(&p.assigned) {
+				return
+			}
+		}
+	}
+}
+
+// maxSnaps bounds how many report intervals an average covers.
+const maxSnaps = 8
+
+// avgSnaps averages a per-step value over the last k reports: the caller
+// keeps a running sum and step count (every step adds one value), and
+// avgSnaps the sums at each of the last k reports, so averaging costs one
+// addition per step and a subtraction per report.
+type avgSnaps struct {
+	sum, steps [maxSnaps]int64
+	reports    int
+}
+
+// report returns the average per step since k reports ago (or since the
+// start, when there were fewer), given the running sum and step count,
+// and starts a new report interval.
+func (a *avgSnaps) report(k int, sum, steps int64) int64 {
+	slot := a.reports % k
+	var baseSum, baseSteps int64
+	if a.reports >= k {
+		baseSum, baseSteps = a.sum[slot], a.steps[slot]
+	}
+	a.sum[slot], a.steps[slot] = sum, steps
+	a.reports++
+	if steps == baseSteps {
+		return 0
+	}
+	return (sum - baseSum) / (steps - baseSteps)
+}
+
+// cpuWindow averages node CPU and the BE picture over the CPU eviction
+// window, as the agent's shell does for the planner.
+type cpuWindow struct {
+	samples []windowSample
+	next    int
+	full    bool
+	sum     windowSample
+}
+
+type windowSample struct {
+	node                     int64
+	usage, request, allowing int64
+}
+
+func newCPUWindow(n int) cpuWindow { return cpuWindow{samples: make([]windowSample, max(n, 1))} }
+
+func (w *cpuWindow) push(s windowSample) {
+	old := w.samples[w.next]
+	w.sum.node += s.node - old.node
+	w.sum.usage += s.usage - old.usage
+	w.sum.request += s.request - old.request
+	w.sum.allowing += s.allowing - old.allowing
+	w.samples[w.next] = s
+	w.next++
+	if w.next == len(w.samples) {
+		w.next, w.full = 0, true
+	}
+}
+
+// average is the window's CPUWindow, nil until the window is full.
+func (w *cpuWindow) average(dst *qos.CPUWindow) *qos.CPUWindow {
+	if !w.full {
+		return nil
+	}
+	n := int64(len(w.samples))
+	*dst = qos.CPUWindow{
+		NodeCPUMilli: w.sum.node / n,
+		BE:           qos.BECPU{UsageMilli: w.sum.usage / n, RequestMilli: w.sum.request / n, AllowanceMilli: w.sum.allowing / n},
+	}
+	return dst
+}

@@ -1,0 +1,772 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/core/colocation"
+	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/policy"
+	"github.com/waterline-dev/waterline/pkg/core/predict"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
+)
+
+// run is one policy's simulation: the whole cluster, stepped in virtual
+// time. It is single-threaded and deterministic: nodes and pods are
+// walked in slice order, and randomness comes from its own seeded
+// generator.
+type run struct {
+	cfg    *Config
+	w      *workload.Workload
+	policy Policy
+
+	la    *loadaware.Config // nil for k8s-default
+	sched scheduler
+	nodes []*node
+
+	steps        int
+	stepSec      int64
+	qosEvery     int
+	retryEvery   int
+	predictEvery int
+	reportEvery  int // steps between a node's reports
+	aggReports   int // reports a NodeMetric average covers
+	step         int
+	now          time.Time
+
+	jobs    []jobState
+	nextJob int
+	queue   pendingQueue
+	seq     int64
+
+	profiles []v1alpha1.ColocationProfile
+	classes  map[string]*colocation.PriorityClass
+
+	// Scratch, reused every cycle so that steps do not allocate.
+	usage  qos.NodeUsage
+	window qos.CPUWindow
+	// signatures interns pods' signatures; failedIn[id] is the last
+	// scheduling cycle in which a pod of that signature found no node.
+	signatures map[signature]int
+	failedIn   []int
+	cycle      int
+	standIns   map[standInKey]*corev1.Pod
+	profileOf  map[string]*v1alpha1.ColocationProfile
+	// jobTemplates are the admitted pods jobPod copies.
+	jobTemplates map[jobKey]*jobTemplate
+
+	stats *collector
+}
+
+// jobState is what became of one job of the workload.
+type jobState struct {
+	spec     *workload.Job
+	pod      *pod
+	attempts int
+	// done carries work over evictions when EvictedWork is continue.
+	done       int64
+	finished   bool
+	finishedAt time.Duration
+}
+
+func newRun(cfg *Config, w *workload.Workload, p Policy) (*run, error) {
+	r := &run{
+		cfg:          cfg,
+		w:            w,
+		policy:       p,
+		stepSec:      int64(cfg.Step / time.Second),
+		steps:        int(w.Duration / cfg.Step),
+		usage:        qos.NodeUsage{qos.MetricCPU: 0, qos.MetricMemory: 0},
+		classes:      map[string]*colocation.PriorityClass{},
+		signatures:   map[signature]int{},
+		standIns:     map[standInKey]*corev1.Pod{},
+		profileOf:    map[string]*v1alpha1.ColocationProfile{},
+		jobTemplates: map[jobKey]*jobTemplate{},
+		sched:        scheduler{rng: rand.New(rand.NewPCG(uint64(cfg.Seed), policySeed(p)))},
+	}
+	r.qosEvery = int(cfg.QoSInterval / cfg.Step)
+	r.retryEvery = int(cfg.RetryInterval / cfg.Step)
+	r.predictEvery = int(cfg.PredictInterval / cfg.Step)
+	r.stats = newCollector(r)
+	for i := range cfg.PriorityClasses {
+		r.classes[cfg.PriorityClasses[i].Name] = &cfg.PriorityClasses[i]
+	}
+	if p.colocated() {
+		la, err := loadaware.NewConfig(*cfg.LoadAware)
+		if err != nil {
+			return nil, fmt.Errorf("LoadAware args: %w", err)
+		}
+		r.la, r.sched.la = la, la
+		for i := range cfg.ColocationPolicies {
+			if cp := &cfg.ColocationPolicies[i]; cp.Name == v1alpha1.DefaultColocationPolicyName {
+				r.profiles = cp.Spec.Profiles
+			}
+		}
+	}
+	if err := r.buildNodes(); err != nil {
+		return nil, err
+	}
+	r.jobs = make([]jobState, len(w.Jobs))
+	for i := range w.Jobs {
+		r.jobs[i].spec = &w.Jobs[i]
+	}
+	if err := r.placeServices(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// policySeed gives each policy its own stream of the run's seed.
+func policySeed(p Policy) uint64 {
+	var h uint64 = 14695981039346656037
+	for i := range len(p) {
+		h = (h ^ uint64(p[i])) * 1099511628211
+	}
+	return h
+}
+
+// buildNodes makes the nodes and, for the colocated policies, their
+// agents: NodeQOS waterlines and planner, the resolved ColocationPolicy,
+// the predictor's trackers.
+func (r *run) buildNodes() error {
+	cfg := r.cfg
+	policies := make([]*v1alpha1.ColocationPolicy, len(cfg.ColocationPolicies))
+	for i := range cfg.ColocationPolicies {
+		policies[i] = &cfg.ColocationPolicies[i]
+	}
+	planners := map[qos.Capacity]*qos.Planner{}
+	layouts := map[int64]*predict.Layout{}
+	r.reportEvery = 0
+	for i := range r.w.Nodes {
+		spec := &r.w.Nodes[i]
+		obj := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Labels: map[string]string{corev1.LabelHostname: spec.Name}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewMilliQuantity(spec.CPUMilli, resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity(spec.MemoryBytes, resource.BinarySI),
+				corev1.ResourcePods:   *resource.NewQuantity(spec.Pods, resource.DecimalSI),
+			}},
+		}
+		obj.Status.Capacity = obj.Status.Allocatable.DeepCopy()
+		n := &node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable)}
+		n.assigned = n.assignedSeq()
+		resolved, errs := policy.ForNode(obj.Labels, policies)
+		if len(errs) > 0 {
+			return fmt.Errorf("ColocationPolicies: %v", errs)
+		}
+		n.resolved = resolved
+		report := int(time.Duration(*resolved.Collect.ReportIntervalSeconds) * time.Second / cfg.Step)
+		if r.reportEvery == 0 {
+			r.reportEvery = report
+			r.aggReports = int(min(maxSnaps, max(1, (*resolved.Collect.AggregateDurationSeconds+*resolved.Collect.ReportIntervalSeconds-1) / *resolved.Collect.ReportIntervalSeconds)))
+		} else if report != r.reportEvery {
+			return fmt.Errorf("ColocationPolicies: node %s reports every %ds, others every %ds: the simulation needs one report interval",
+				spec.Name, *resolved.Collect.ReportIntervalSeconds, r.reportEvery*int(r.stepSec))
+		}
+
+		selected, selErrs := qos.SelectNodeQOS(cfg.NodeQOS, obj.Labels)
+		if len(selErrs) > 0 {
+			return fmt.Errorf("NodeQOS: %w", selErrs.ToAggregate())
+		}
+		capacity := qos.Capacity{CPUMilli: spec.CPUMilli, MemoryBytes: spec.MemoryBytes}
+		planner, ok := planners[capacity]
+		if !ok {
+			wl, errs := qos.BuildWaterlines(selected, capacity)
+			if len(errs) > 0 {
+				return fmt.Errorf("NodeQOS: %w", errs.ToAggregate())
+			}
+			var err error
+			if planner, err = qos.NewPlanner(qos.DefaultRegistry(), wl); err != nil {
+				return err
+			}
+			planners[capacity] = planner
+		}
+		wl := planner.Waterlines()
+		n.evictLine = spec.CPUMilli
+		if l, ok := wl.Line(qos.ActionEvict, qos.MetricCPU); ok {
+			n.evictLine = l.Value
+		}
+		if r.policy.colocated() {
+			n.planner = planner
+			n.window = newCPUWindow(int(time.Duration(wl.CPUEviction.WindowSeconds) * time.Second / cfg.QoSInterval))
+			n.maxPerMin = float64(v1alpha1.DefaultEvictionMaxPerMinute)
+			for j, nq := range selected {
+				m := float64(*v1alpha1.NodeQOSSpecWithDefaults(&nq.Spec).Eviction.MaxPerMinute)
+				if j == 0 || m < n.maxPerMin {
+					n.maxPerMin = m
+				}
+			}
+			n.tokens = n.maxPerMin
+			n.podUsage = map[string]loadaware.Vector{}
+			halfLife := *resolved.Predict.HalfLifeSeconds
+			layout, ok := layouts[halfLife]
+			if !ok {
+				var err error
+				if layout, err = predict.NewLayout(predict.HistogramConfig{
+					FirstBucketSize: 0.01, Ratio: 1.05, MaxValue: 4096, HalfLife: time.Duration(halfLife) * time.Second,
+				}); err != nil {
+					return fmt.Errorf("predictor histograms: %w", err)
+				}
+				layouts[halfLife] = layout
+			}
+			// Cores for CPU, GiB for memory: one layout serves both.
+			n.cpuTracker, n.memTracker = predict.NewTracker(layout), predict.NewTracker(layout)
+			model, err := predict.New(resolved.Predict.Model, predict.ParamsFromPolicy(resolved.Predict))
+			if err != nil {
+				return fmt.Errorf("predict policy of node %s: %w", spec.Name, err)
+			}
+			n.model = model
+			// The NodeMetric the agent reported before the run: nothing
+			// yet, so LoadAware counts every pod by its estimate.
+			n.load.Metric = r.newMetric(n, r.w.Start)
+			n.load.Allocatable, _ = r.la.Allocatable(obj)
+			n.load.Thresholds, _ = r.la.NodeThresholds(obj)
+		}
+		r.nodes = append(r.nodes, n)
+	}
+	if r.reportEvery <= 0 {
+		r.reportEvery = 1
+	}
+	return nil
+}
+
+// placeServices puts the online services on their nodes before the run:
+// the cluster's existing layout, the same for every policy.
+func (r *run) placeServices() error {
+	for i := range r.w.Services {
+		s := &r.w.Services[i]
+		obj := r.podObject(NamespaceOnline, s.Name, corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(s.CPURequestMilli, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(s.MemoryRequestBytes, resource.BinarySI),
+		}, nil)
+		if s.CPULimitMilli > 0 {
+			obj.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
+				corev1.ResourceCPU: *resource.NewMilliQuantity(s.CPULimitMilli, resource.DecimalSI),
+			}
+		}
+		p, err := r.newPod(obj)
+		if err != nil {
+			return err
+		}
+		p.h.svc = s
+		p.h.usageMemory = s.MemoryUsageBytes
+		n := r.nodes[s.Node]
+		// The services were running long before the simulation: their
+		// load is in the first NodeMetric, nothing is estimated for them.
+		start := r.w.Start.Add(-7 * 24 * time.Hour)
+		p.obj.Spec.NodeName = n.spec.Name
+		p.obj.Status.Phase = corev1.PodRunning
+		p.obj.Status.StartTime = &metav1.Time{Time: start}
+		n.place(p, r.la, start)
+		if n.cpuTracker != nil {
+			n.cpuTracker.SetPod(p.key, start, float64(p.req[resCPU])/1000)
+			n.memTracker.SetPod(p.key, start, float64(p.req[resMemory])/gib)
+		}
+	}
+	return nil
+}
+
+const gib = 1 << 30
+
+// podObject is a pod as its owner would submit it: one container
+// requesting requests (and limited to limits).
+func (r *run) podObject(ns, name string, requests, limits corev1.ResourceList) *corev1.Pod {
+	r.seq++
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, UID: types.UID(fmt.Sprintf("%s-%d", r.policy, r.seq)),
+			CreationTimestamp: metav1.NewTime(r.now),
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "main", Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits},
+		}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+}
+
+// newPod admits obj as the API server would with Waterline installed: the
+// default ColocationPolicy's first matching profile is applied by the
+// mutating webhook's core (colocated policies only).
+func (r *run) newPod(obj *corev1.Pod) (*pod, error) {
+	if r.policy.colocated() {
+		profile, err := r.profileFor(obj)
+		if err != nil {
+			return nil, err
+		}
+		if profile != nil {
+			var class *colocation.PriorityClass
+			if profile.PriorityClassName != "" {
+				class = r.classes[profile.PriorityClassName]
+			}
+			if err := colocation.Apply(obj, profile, class); err != nil {
+				return nil, fmt.Errorf("pod %s/%s: %w", obj.Namespace, obj.Name, err)
+			}
+		}
+	}
+	p := newPod(obj, r.la, r.seq)
+	p.sig = r.signatureID(p)
+	if p.candidate {
+		p.stand = r.standIn(obj)
+	}
+	return p, nil
+}
+
+// standIn returns a pod the QoS core cannot tell from obj -- the same
+// protection verdict, band and terminating state, which is all it reads of
+// a candidate's pod -- shared by every pod with those verdicts. The node
+// agents measure the CPU eviction window every cycle on every node
+// (qos.SampleBECPU checks each candidate's pod); on a thousand nodes,
+// reading thousands of scattered pod objects every step costs more than
+// the rest of the step, while a few shared ones stay in the cache. Plan
+// always gets the real pods.
+func (r *run) standIn(obj *corev1.Pod) *corev1.Pod {
+	key := standInKey{extension.QoSProtection(obj), extension.BandOf(obj), obj.DeletionTimestamp != nil}
+	if s, ok := r.standIns[key]; ok {
+		return s
+	}
+	s := obj.DeepCopy()
+	// What the webhook recorded of the pod's original resources is not
+	// read by the checks; dropping it keeps the stand-in small. The
+	// verdicts are checked again, so a stand-in never differs from the pods
+	// it stands in for.
+	delete(s.Annotations, extension.AnnotationOriginalResources)
+	if (standInKey{extension.QoSProtection(s), extension.BandOf(s), s.DeletionTimestamp != nil}) != key {
+		s = obj.DeepCopy()
+	}
+	r.standIns[key] = s
+	return s
+}
+
+type standInKey struct {
+	protection  extension.ProtectionReason
+	band        extension.Band
+	terminating bool
+}
+
+// profileFor returns the profile the webhook applies to obj. The
+// simulation's pods of a namespace all carry the same labels (none), so
+// the answer is the same for every pod of a namespace and is matched once
+// per namespace.
+func (r *run) profileFor(obj *corev1.Pod) (*v1alpha1.ColocationProfile, error) {
+	if len(obj.Labels) == 0 {
+		if p, ok := r.profileOf[obj.Namespace]; ok {
+			return p, nil
+		}
+	}
+	nsLabels := map[string]string{corev1.LabelMetadataName: obj.Namespace}
+	profile, err := colocation.Match(r.profiles, nsLabels, obj.Labels)
+	if err != nil {
+		return nil, fmt.Errorf("ColocationPolicy default: %w", err)
+	}
+	if len(obj.Labels) == 0 {
+		r.profileOf[obj.Namespace] = profile
+	}
+	return profile, nil
+}
+
+// jobKey is what a job's pod is made of, apart from its name.
+type jobKey struct {
+	namespace   string
+	cpu, memory int64
+}
+
+// jobPod returns a new pod of a job asking for cpu millicores and memory
+// bytes in namespace ns, admitted like newPod. Admission and what the
+// simulation derives from a pod depend only on what the pod asks for, not
+// on its name, so the first pod of each kind is admitted and derived, and
+// the others are copies of it under their own name: a few allocations
+// instead of the webhook's JSON and two request sums per job.
+func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
+	key := jobKey{ns, cpu, memory}
+	t, ok := r.jobTemplates[key]
+	if !ok {
+		rl := corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(cpu, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI),
+		}
+		p, err := r.newPod(r.podObject(ns, name, rl, rl.DeepCopy()))
+		if err != nil {
+			return nil, err
+		}
+		t = &jobTemplate{obj: p.obj.DeepCopy(), pod: *p}
+		r.jobTemplates[key] = t
+		return p, nil
+	}
+	r.seq++
+	obj := t.obj.DeepCopy()
+	obj.Name, obj.UID = name, types.UID(fmt.Sprintf("%s-%d", r.policy, r.seq))
+	obj.CreationTimestamp = metav1.NewTime(r.now)
+	p := new(pod)
+	*p = t.pod
+	p.obj, p.key, p.uid, p.seq = obj, loadaware.PodKey(ns, name), obj.UID, r.seq
+	return p, nil
+}
+
+// jobTemplate is the first pod of a jobKey, admitted and derived.
+type jobTemplate struct {
+	obj *corev1.Pod
+	pod pod
+}
+
+// submit creates the next pod of job j and queues it.
+func (r *run) submit(j int) error {
+	js := &r.jobs[j]
+	spec := js.spec
+	ns := NamespaceBatch
+	if spec.Class == workload.ClassMid {
+		ns = NamespaceMid
+	}
+	name := spec.Name
+	if js.attempts > 0 {
+		name = fmt.Sprintf("%s-%d", spec.Name, js.attempts)
+	}
+	js.attempts++
+	p, err := r.jobPod(ns, name, spec.CPURequestMilli, spec.MemoryRequestBytes)
+	if err != nil {
+		return err
+	}
+	p.job = j
+	p.h.kind = kindBatch
+	if spec.Class == workload.ClassMid {
+		p.h.kind = kindMid
+	}
+	p.h.jobCPU, p.h.usageMemory, p.h.work = spec.CPUDemandMilli, spec.MemoryUsageBytes, spec.WorkMilliSeconds()
+	p.h.done = js.done
+	js.pod = p
+	r.queue.push(p)
+	return nil
+}
+
+// Run steps the cluster to the end of the workload, or until ctx ends.
+func (r *run) Run(ctx context.Context) error {
+	progressEvery := max(1, r.steps/100)
+	for r.step = 0; r.step < r.steps; r.step++ {
+		if r.step%progressEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("policy %s stopped at %s of %s: %w", r.policy, time.Duration(r.step)*r.cfg.Step, r.w.Duration, err)
+			}
+			if r.cfg.Progress != nil {
+				r.cfg.Progress(r.policy, r.step, r.steps)
+			}
+		}
+		if err := r.oneStep(); err != nil {
+			return err
+		}
+	}
+	if r.cfg.Progress != nil {
+		r.cfg.Progress(r.policy, r.steps, r.steps)
+	}
+	return nil
+}
+
+// result is the policy's outcome once Run returned.
+func (r *run) result() PolicyResult {
+	return PolicyResult{Policy: r.policy, Summary: r.stats.finish(), Series: r.stats.series}
+}
+
+// oneStep is one step of virtual time: jobs arrive, every node runs its
+// pods for the step, finished jobs leave, the agents and the manager do
+// what falls due, and the scheduler places pending pods, which run from
+// the next step. At the first step every agent reports and predicts (the
+// cluster was running before the simulation started); after that each
+// node's agent reports on its own phase, staggered by node.
+func (r *run) oneStep() error {
+	elapsed := time.Duration(r.step) * r.cfg.Step
+	r.now = r.w.Start.Add(elapsed)
+	for r.nextJob < len(r.jobs) && r.jobs[r.nextJob].spec.Arrival <= elapsed {
+		if err := r.submit(r.nextJob); err != nil {
+			return err
+		}
+		r.stats.arrived(r.jobs[r.nextJob].spec)
+		r.nextJob++
+	}
+
+	sec := int64(elapsed / time.Second)
+	for _, n := range r.nodes {
+		r.runNode(n, sec)
+	}
+	r.stats.stepDone()
+	for _, n := range r.nodes {
+		r.finishJobs(n, elapsed+r.cfg.Step)
+	}
+	if r.policy.colocated() {
+		qosDue := r.step%r.qosEvery == 0
+		for _, n := range r.nodes {
+			if qosDue {
+				r.nodeQoS(n)
+			}
+			if r.step == 0 || (r.step+n.idx)%r.predictEvery == 0 {
+				r.predict(n, r.now)
+			}
+			if r.step == 0 || (r.step+n.idx)%r.reportEvery == 0 {
+				r.report(n)
+			}
+		}
+	}
+	r.schedulePending()
+	return nil
+}
+
+// runNode computes one step of the node: what each pod wants, what the
+// quotas allow, and, when that is more than the node has, who gets what:
+// Prod pods first, then Mid, then Batch and Free, each tier sharing what
+// the ones before left in proportion to demand.
+func (r *run) runNode(n *node, sec int64) {
+	var want [numTiers]int64
+	var throttledMilli, prodWant int64
+	mem := n.spec.SystemMemoryBytes
+	for i := range n.hot {
+		p := &n.hot[i]
+		d := p.jobCPU
+		if p.svc != nil {
+			d = p.svc.CPUDemandMilli(r.w, sec)
+		}
+		if p.cpuLimit > 0 && d > p.cpuLimit {
+			d = p.cpuLimit
+		}
+		p.wantCPU = d
+		if p.quota != qos.NoQuota && d > p.quota {
+			throttledMilli += d - p.quota
+			d = p.quota
+		}
+		p.allowedCPU = d
+		want[p.tier] += d
+		mem += p.usageMemory
+		if p.kind == kindService {
+			prodWant += p.wantCPU
+		}
+	}
+	// Fractions of demand granted per tier, as num/den.
+	avail := n.spec.CPUMilli - n.spec.SystemCPUMilli
+	var num, den [numTiers]int64
+	for t := range numTiers {
+		num[t], den[t] = 1, 1
+		if want[t] <= avail {
+			avail -= want[t]
+			continue
+		}
+		num[t], den[t] = max(avail, 0), want[t]
+		avail = 0
+	}
+	usage := n.spec.SystemCPUMilli
+	var prodUse, prodPods, beUse int64
+	for i := range n.hot {
+		p := &n.hot[i]
+		u := p.allowedCPU
+		if num[p.tier] != den[p.tier] {
+			u = u * num[p.tier] / den[p.tier]
+		}
+		p.usageCPU = u
+		p.avgSum += u
+		p.avgSteps++
+		usage += u
+		switch p.kind {
+		case kindService:
+			prodUse += u
+			prodPods++
+		case kindBatch:
+			beUse += u
+			p.done += u * r.stepSec
+		default:
+			p.done += u * r.stepSec
+		}
+	}
+	n.usageCPU, n.usageMemory = usage, mem
+	n.prodCPU, n.prodPods, n.beCPU = prodUse, prodPods, beUse
+	n.usageSum += usage
+	n.usageSteps++
+	r.stats.node(n, throttledMilli, prodWant-prodUse)
+	if mem > n.spec.MemoryBytes {
+		r.oomKill(n)
+	}
+}
+
+// oomKill plays the kernel when memory runs out: it kills the job pod
+// with the lowest priority, then the largest memory use, until the node
+// fits again. Services are never killed here (their memory is constant
+// and placed within requests).
+func (r *run) oomKill(n *node) {
+	for n.usageMemory > n.spec.MemoryBytes {
+		var victim *pod
+		for i, p := range n.pods {
+			if n.hot[i].kind == kindService {
+				continue
+			}
+			if victim == nil || p.priority < victim.priority ||
+				p.priority == victim.priority && (n.hot[i].usageMemory > victim.st().usageMemory ||
+					n.hot[i].usageMemory == victim.st().usageMemory && p.seq < victim.seq) {
+				victim = p
+			}
+		}
+		if victim == nil {
+			return
+		}
+		n.usageMemory -= victim.st().usageMemory
+		r.stats.oomKilled()
+		r.evict(victim)
+	}
+}
+
+// finishJobs takes the pods whose job is done off the node.
+func (r *run) finishJobs(n *node, end time.Duration) {
+	for i := 0; i < len(n.pods); {
+		if h := &n.hot[i]; h.kind == kindService || h.done < h.work {
+			i++
+			continue
+		}
+		p := n.pods[i]
+		js := &r.jobs[p.job]
+		js.finished, js.finishedAt, js.pod = true, end, nil
+		r.stats.finished(js)
+		r.release(n, p)
+		// remove moved the last pod to i; look at it next.
+	}
+}
+
+// release takes p off n and out of the agent's books.
+func (r *run) release(n *node, p *pod) {
+	n.remove(p)
+	if n.cpuTracker != nil && p.h.kind == kindService {
+		n.cpuTracker.RemovePod(p.key)
+		n.memTracker.RemovePod(p.key)
+	}
+}
+
+// evict takes a job pod off its node and submits the job again, with its
+// work kept or lost as EvictedWork says.
+func (r *run) evict(p *pod) {
+	n := p.node
+	r.release(n, p)
+	js := &r.jobs[p.job]
+	// release copied the pod's step state back to p.h.
+	if r.cfg.EvictedWork == EvictedWorkContinue {
+		js.done = p.h.done
+	}
+	r.stats.evicted(js)
+	// An error here can only come from the profiles, which admitted this
+	// job's first pod already.
+	_ = r.submit(p.job)
+}
+
+// schedulePending runs the scheduling queue once: every pending pod due
+// for a try, by priority then creation, is placed or left for the next
+// try. A pod identical (for the filters) to one that found no node this
+// cycle is not tried: nothing placed since can have made room.
+func (r *run) schedulePending() {
+	r.cycle++
+	step := int32(r.step)
+	r.queue.each(func(q *queued) bool {
+		if q.nextTry > step {
+			return false
+		}
+		if r.failedIn[q.sig] == r.cycle {
+			q.nextTry = step + int32(r.retryEvery)
+			return false
+		}
+		n := r.sched.pick(q.p, r.nodes, r.now)
+		if n == nil {
+			r.failedIn[q.sig] = r.cycle
+			q.nextTry = step + int32(r.retryEvery)
+			return false
+		}
+		r.bind(q.p, n)
+		return true
+	})
+}
+
+// signatureID interns what the filters see of a pod, so that the queue
+// compares one integer per pod.
+func (r *run) signatureID(p *pod) int {
+	sig := signature{req: p.req, load: p.load}
+	id, ok := r.signatures[sig]
+	if !ok {
+		id = len(r.signatures)
+		r.signatures[sig] = id
+		r.failedIn = append(r.failedIn, 0)
+	}
+	return id
+}
+
+// bind places a scheduled pod: it starts running at once (kwok-like).
+func (r *run) bind(p *pod, n *node) {
+	p.obj.Spec.NodeName = n.spec.Name
+	p.obj.Status.Phase = corev1.PodRunning
+	p.obj.Status.StartTime = &metav1.Time{Time: r.now}
+	n.place(p, r.la, r.now)
+	if p.candidate && p.candIdx >= 0 {
+		// StartTime orders candidates by running time.
+		n.cands[p.candIdx].StartTime = r.now
+	}
+}
+
+// signature is what the filters see of a pod.
+type signature struct {
+	req  resVec
+	load loadaware.PodLoad
+}
+
+// pendingQueue is the scheduling queue: FIFO per priority, priorities
+// highest first (PrioritySort). Entries keep what the queue checks every
+// cycle (when to try next, the signature) beside the pod pointer, so a
+// long queue of waiting pods is walked without touching the pods.
+type pendingQueue struct {
+	levels []queueLevel
+	size   int
+}
+
+type queued struct {
+	p       *pod
+	nextTry int32
+	sig     int32
+}
+
+type queueLevel struct {
+	priority int32
+	pods     []queued
+	holes    int
+}
+
+func (q *pendingQueue) push(p *pod) {
+	i, found := slices.BinarySearchFunc(q.levels, p.priority, func(l queueLevel, prio int32) int {
+		return int(prio) - int(l.priority)
+	})
+	if !found {
+		q.levels = slices.Insert(q.levels, i, queueLevel{priority: p.priority})
+	}
+	q.levels[i].pods = append(q.levels[i].pods, queued{p: p, sig: int32(p.sig)})
+	q.size++
+}
+
+// each calls f on every pending pod in queue order; f returns true when
+// the pod left the queue.
+func (q *pendingQueue) each(f func(*queued) bool) {
+	for li := range q.levels {
+		l := &q.levels[li]
+		for i := range l.pods {
+			e := &l.pods[i]
+			if e.p == nil {
+				continue
+			}
+			if f(e) {
+				e.p = nil
+				l.holes++
+				q.size--
+			}
+		}
+		if l.holes > 64 && l.holes*2 > len(l.pods) {
+			l.pods = slices.DeleteFunc(l.pods, func(e queued) bool { return e.p == nil })
+			l.holes = 0
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
+)
+
+// Scheduler is the simulation's scheduler on its own, fed from API
+// objects: what the waterline policy of a simulation does to place a pod,
+// so that it can be held against a real waterline-scheduler running a
+// profile with the same plugins (NodeResourcesFit as the only filter
+// besides LoadAware, LoadAware as the only score; see the scheduler type).
+// It is not safe for concurrent use.
+type Scheduler struct {
+	s      scheduler
+	la     *loadaware.Config
+	nodes  []*node
+	byName map[string]*node
+	seq    int64
+}
+
+// NodeScore is the verdict on one node for one pod.
+type NodeScore struct {
+	Node string
+	// Fits says the pod passes every filter on the node.
+	Fits bool
+	// Score is the node's score for the pod, 0 to 100; 0 when it does not
+	// fit.
+	Score int64
+}
+
+// NewScheduler returns a Scheduler over nodes with LoadAware args spec
+// (loadaware.Spec as the plugin's args give it); seed breaks ties. Node
+// allocatable, tier resources included, comes from status.allocatable.
+func NewScheduler(spec loadaware.Spec, nodes []*corev1.Node, seed int64) (*Scheduler, error) {
+	la, err := loadaware.NewConfig(spec)
+	if err != nil {
+		return nil, fmt.Errorf("LoadAware args: %w", err)
+	}
+	s := &Scheduler{
+		s:      scheduler{la: la, rng: rand.New(rand.NewPCG(uint64(seed), policySeed(PolicyWaterline)))},
+		la:     la,
+		byName: map[string]*node{},
+	}
+	for i, obj := range nodes {
+		alloc := resVecOf(obj.Status.Allocatable)
+		n := &node{
+			idx:   i,
+			spec:  &workload.Node{Name: obj.Name, CPUMilli: alloc[resCPU], MemoryBytes: alloc[resMemory], Pods: alloc[resPods]},
+			obj:   obj,
+			alloc: alloc,
+		}
+		n.assigned = n.assignedSeq()
+		// A malformed annotation is ignored, as the plugin does.
+		n.load.Allocatable, _ = la.Allocatable(obj)
+		n.load.Thresholds, _ = la.NodeThresholds(obj)
+		s.nodes = append(s.nodes, n)
+		s.byName[obj.Name] = n
+	}
+	return s, nil
+}
+
+// SetNodeMetric records a node's NodeMetric, as the plugin's informer
+// does; one for a node the Scheduler does not know is an error.
+func (s *Scheduler) SetNodeMetric(nm *v1alpha1.NodeMetric) error {
+	n, ok := s.byName[nm.Name]
+	if !ok {
+		return fmt.Errorf("NodeMetric %s: no such node", nm.Name)
+	}
+	n.load.Metric = s.la.NewMetric(nm)
+	n.excessFresh = false
+	return nil
+}
+
+// Evaluate filters and scores every node for pod at now, in node order.
+func (s *Scheduler) Evaluate(pod *corev1.Pod, now time.Time) []NodeScore {
+	p := newPod(pod, s.la, s.seq)
+	out := make([]NodeScore, len(s.nodes))
+	for i, n := range s.nodes {
+		out[i].Node = n.spec.Name
+		if s.s.fits(p, n, now) {
+			out[i].Fits = true
+			out[i].Score = s.s.score(p, n, now)
+		}
+	}
+	return out
+}
+
+// Schedule picks pod's node at now as the simulation does (sampling nodes
+// like kube-scheduler, ties broken at random), or "" when none fits. It
+// does not bind: call Bind with the node the pod went to.
+func (s *Scheduler) Schedule(pod *corev1.Pod, now time.Time) string {
+	if n := s.s.pick(newPod(pod, s.la, s.seq), s.nodes, now); n != nil {
+		return n.spec.Name
+	}
+	return ""
+}
+
+// Bind counts pod on the named node from now, as the plugin's Reserve and
+// pod informer do.
+func (s *Scheduler) Bind(pod *corev1.Pod, nodeName string, now time.Time) error {
+	n, ok := s.byName[nodeName]
+	if !ok {
+		return fmt.Errorf("binding pod %s/%s: no node %s", pod.Namespace, pod.Name, nodeName)
+	}
+	s.seq++
+	n.place(newPod(pod, s.la, s.seq), s.la, now)
+	return nil
+}

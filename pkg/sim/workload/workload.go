@@ -1,0 +1,277 @@
+package workload
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Class is what kind of work a pod does, which decides how each policy
+// treats it: Prod services are online and never throttled; Mid jobs run on
+// the capacity Prod pods reserved but do not use; Batch jobs run on what is
+// really idle and are the pods node QoS throttles and evicts.
+type Class string
+
+// Classes of work.
+const (
+	ClassProd  Class = "prod"
+	ClassMid   Class = "mid"
+	ClassBatch Class = "batch"
+)
+
+// Workload is everything a simulation replays. It is built once (from the
+// synthetic generator or a trace) and read by every policy of a run, so
+// each policy sees the same nodes, services and job arrivals.
+type Workload struct {
+	// Name says where the workload came from, e.g. "synthetic" or the
+	// trace folder.
+	Name string
+	// Start is the virtual wall-clock time of the first step; shapes are
+	// indexed by seconds since Start.
+	Start time.Time
+	// Duration is how long the workload runs.
+	Duration time.Duration
+	// Nodes are the cluster's nodes.
+	Nodes []Node
+	// Services are long-running Prod pods, placed on their node before the
+	// run starts (the cluster's existing online layout, the same for every
+	// policy).
+	Services []Service
+	// Jobs are the Mid and Batch jobs, sorted by arrival.
+	Jobs []Job
+	// Shapes are the usage shapes services refer to.
+	Shapes []Shape
+}
+
+// Node is one node of the cluster.
+type Node struct {
+	// Name is the node's name.
+	Name string
+	// CPUMilli is the node's CPU capacity (and allocatable), in millicores.
+	CPUMilli int64
+	// MemoryBytes is the node's memory capacity (and allocatable), in bytes.
+	MemoryBytes int64
+	// Pods is how many pods the node takes.
+	Pods int64
+	// SystemCPUMilli and SystemMemoryBytes are the node's usage outside
+	// pods (kubelet, runtime, daemons), constant.
+	SystemCPUMilli    int64
+	SystemMemoryBytes int64
+}
+
+// Shape is a usage time series on a regular grid, repeated when a run is
+// longer than the series.
+type Shape struct {
+	// IntervalSeconds is the grid, in seconds (> 0).
+	IntervalSeconds int64
+	// Values are the samples, in the unit the users of the shape agree on
+	// (a fraction of a request or of a capacity).
+	Values []float32
+}
+
+// At returns the value at sec seconds (≥ 0) into the shape, wrapping.
+func (s *Shape) At(sec int64) float32 {
+	return s.Values[(sec/s.IntervalSeconds)%int64(len(s.Values))]
+}
+
+// Service is one long-running Prod pod.
+type Service struct {
+	// Name is the pod's name (namespace "online").
+	Name string
+	// Node is the index in Workload.Nodes of the node the pod runs on.
+	Node int
+	// CPURequestMilli and MemoryRequestBytes are the pod's requests.
+	CPURequestMilli    int64
+	MemoryRequestBytes int64
+	// CPULimitMilli is the pod's CPU limit; 0 is none.
+	CPULimitMilli int64
+	// Shape is the index in Workload.Shapes of the pod's usage shape;
+	// OffsetSeconds shifts the pod along it, so that pods that share a
+	// shape do not peak in lockstep.
+	Shape         int
+	OffsetSeconds int64
+	// CPUScaleMilli turns a shape value into millicores: demand =
+	// CPUScaleMilli × shape value × noise × burst.
+	CPUScaleMilli float32
+	// NoisePercent is the amplitude of the per-sample noise, in percent of
+	// the demand (uniform in ±NoisePercent).
+	NoisePercent float32
+	// BurstProbability is the chance that a BurstWindowSeconds window of
+	// this pod is a burst, in which its demand is multiplied by
+	// BurstFactor.
+	BurstProbability   float32
+	BurstFactor        float32
+	BurstWindowSeconds int64
+	// MemoryUsageBytes is the pod's memory usage (constant).
+	MemoryUsageBytes int64
+	// Key seeds the pod's noise and bursts.
+	Key uint64
+}
+
+// CPUDemandMilli is what the service would use at sec seconds into the
+// run with nothing in its way, in millicores, before any limit.
+func (s *Service) CPUDemandMilli(w *Workload, sec int64) int64 {
+	v := s.CPUScaleMilli * w.Shapes[s.Shape].At(sec+s.OffsetSeconds)
+	if s.NoisePercent > 0 {
+		v *= 1 + s.NoisePercent/100*signedUnit(hash(s.Key, uint64(sec)))
+	}
+	if s.BurstProbability > 0 && s.BurstWindowSeconds > 0 {
+		window := uint64((sec + s.OffsetSeconds) / s.BurstWindowSeconds)
+		if unit(hash(s.Key^0x6275727374, window)) < s.BurstProbability {
+			v *= s.BurstFactor
+		}
+	}
+	if v < 0 {
+		return 0
+	}
+	return int64(v)
+}
+
+// Job is one Mid or Batch job: a single pod that needs Work of CPU to
+// finish.
+type Job struct {
+	// Name is the job's name; its pods are named after it.
+	Name string
+	// Class is ClassMid or ClassBatch.
+	Class Class
+	// Arrival is when the job is submitted, after Workload.Start.
+	Arrival time.Duration
+	// CPURequestMilli and MemoryRequestBytes are the pod's requests (and
+	// limits: jobs ask for what they are held to).
+	CPURequestMilli    int64
+	MemoryRequestBytes int64
+	// CPUDemandMilli is the CPU the pod uses while it runs unhindered.
+	CPUDemandMilli int64
+	// MemoryUsageBytes is the pod's memory usage while it runs.
+	MemoryUsageBytes int64
+	// Duration is how long the job runs when it gets CPUDemandMilli all
+	// the time; the work it must do is CPUDemandMilli × Duration.
+	Duration time.Duration
+}
+
+// WorkMilliSeconds is the CPU the job needs, in millicore-seconds.
+func (j *Job) WorkMilliSeconds() int64 {
+	return j.CPUDemandMilli * int64(j.Duration/time.Second)
+}
+
+// Validate returns every problem of the workload, naming the field and
+// value.
+func (w *Workload) Validate() field.ErrorList {
+	var errs field.ErrorList
+	root := field.NewPath("workload")
+	if w.Duration <= 0 {
+		errs = append(errs, field.Invalid(root.Child("duration"), w.Duration.String(), "must be positive"))
+	}
+	if len(w.Nodes) == 0 {
+		errs = append(errs, field.Required(root.Child("nodes"), "at least one node"))
+	}
+	names := map[string]bool{}
+	for i := range w.Nodes {
+		n := &w.Nodes[i]
+		p := root.Child("nodes").Index(i)
+		if n.Name == "" || names[n.Name] {
+			errs = append(errs, field.Invalid(p.Child("name"), n.Name, "must be set and unique"))
+		}
+		names[n.Name] = true
+		if n.CPUMilli <= 0 {
+			errs = append(errs, field.Invalid(p.Child("cpuMilli"), n.CPUMilli, "must be positive"))
+		}
+		if n.MemoryBytes <= 0 {
+			errs = append(errs, field.Invalid(p.Child("memoryBytes"), n.MemoryBytes, "must be positive"))
+		}
+		if n.Pods <= 0 {
+			errs = append(errs, field.Invalid(p.Child("pods"), n.Pods, "must be positive"))
+		}
+		if n.SystemCPUMilli < 0 || n.SystemCPUMilli >= n.CPUMilli {
+			errs = append(errs, field.Invalid(p.Child("systemCPUMilli"), n.SystemCPUMilli, "must be in [0, cpuMilli)"))
+		}
+	}
+	for i := range w.Shapes {
+		s := &w.Shapes[i]
+		p := root.Child("shapes").Index(i)
+		if s.IntervalSeconds <= 0 {
+			errs = append(errs, field.Invalid(p.Child("intervalSeconds"), s.IntervalSeconds, "must be positive"))
+		}
+		if len(s.Values) == 0 {
+			errs = append(errs, field.Required(p.Child("values"), "at least one value"))
+		}
+		for j, v := range s.Values {
+			if v < 0 || math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				errs = append(errs, field.Invalid(p.Child("values").Index(j), v, "must be a finite number ≥ 0"))
+				break
+			}
+		}
+	}
+	names = map[string]bool{}
+	for i := range w.Services {
+		s := &w.Services[i]
+		p := root.Child("services").Index(i)
+		if s.Name == "" || names[s.Name] {
+			errs = append(errs, field.Invalid(p.Child("name"), s.Name, "must be set and unique"))
+		}
+		names[s.Name] = true
+		if s.Node < 0 || s.Node >= len(w.Nodes) {
+			errs = append(errs, field.Invalid(p.Child("node"), s.Node, fmt.Sprintf("must index a node (0-%d)", len(w.Nodes)-1)))
+		}
+		if s.Shape < 0 || s.Shape >= len(w.Shapes) {
+			errs = append(errs, field.Invalid(p.Child("shape"), s.Shape, fmt.Sprintf("must index a shape (0-%d)", len(w.Shapes)-1)))
+		}
+		if s.CPURequestMilli < 0 || s.MemoryRequestBytes < 0 || s.MemoryUsageBytes < 0 || s.CPUScaleMilli < 0 {
+			errs = append(errs, field.Invalid(p, s.Name, "requests, usage and scale must not be negative"))
+		}
+		if s.OffsetSeconds < 0 {
+			errs = append(errs, field.Invalid(p.Child("offsetSeconds"), s.OffsetSeconds, "must not be negative"))
+		}
+	}
+	names = map[string]bool{}
+	var last time.Duration
+	for i := range w.Jobs {
+		j := &w.Jobs[i]
+		p := root.Child("jobs").Index(i)
+		if j.Name == "" || names[j.Name] {
+			errs = append(errs, field.Invalid(p.Child("name"), j.Name, "must be set and unique"))
+		}
+		names[j.Name] = true
+		if j.Class != ClassMid && j.Class != ClassBatch {
+			errs = append(errs, field.NotSupported(p.Child("class"), j.Class, []Class{ClassMid, ClassBatch}))
+		}
+		if j.Arrival < last {
+			errs = append(errs, field.Invalid(p.Child("arrival"), j.Arrival.String(), "jobs must be sorted by arrival"))
+		}
+		last = j.Arrival
+		if j.CPURequestMilli <= 0 {
+			errs = append(errs, field.Invalid(p.Child("cpuRequestMilli"), j.CPURequestMilli, "must be positive"))
+		}
+		if j.MemoryRequestBytes <= 0 {
+			errs = append(errs, field.Invalid(p.Child("memoryRequestBytes"), j.MemoryRequestBytes, "must be positive"))
+		}
+		if j.CPUDemandMilli <= 0 || j.CPUDemandMilli > j.CPURequestMilli {
+			errs = append(errs, field.Invalid(p.Child("cpuDemandMilli"), j.CPUDemandMilli, "must be in (0, cpuRequestMilli]"))
+		}
+		if j.MemoryUsageBytes < 0 || j.MemoryUsageBytes > j.MemoryRequestBytes {
+			errs = append(errs, field.Invalid(p.Child("memoryUsageBytes"), j.MemoryUsageBytes, "must be in [0, memoryRequestBytes]"))
+		}
+		if j.Duration < time.Second {
+			errs = append(errs, field.Invalid(p.Child("duration"), j.Duration.String(), "must be at least 1s"))
+		}
+	}
+	return errs
+}
+
+// hash mixes a key and a value into 64 well-spread bits (splitmix64's
+// finaliser): noise and bursts are a pure function of the pod and the
+// time, so a run is deterministic whatever order it computes them in.
+func hash(key, v uint64) uint64 {
+	z := key ^ (v * 0x9e3779b97f4a7c15)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// unit maps a hash to [0, 1).
+func unit(h uint64) float32 { return float32(h>>40) / float32(1<<24) }
+
+// signedUnit maps a hash to [-1, 1).
+func signedUnit(h uint64) float32 { return 2*unit(h) - 1 }
