@@ -127,17 +127,9 @@ const (
 	NamespaceBatch  = "batch"
 )
 
-// DefaultLoadAwareSpec returns LoadAware's default args (seed 001:
-// thresholds cpu 65 % and memory 95 %, weights 1 and 1, estimation
-// factors cpu 85 % and memory 70 %, a NodeMetric expires after 180 s).
-func DefaultLoadAwareSpec() loadaware.Spec {
-	return loadaware.Spec{
-		NodeMetricExpiration:    180 * time.Second,
-		ResourceWeights:         map[corev1.ResourceName]int64{corev1.ResourceCPU: 1, corev1.ResourceMemory: 1},
-		UsageThresholds:         map[corev1.ResourceName]int64{corev1.ResourceCPU: 65, corev1.ResourceMemory: 95},
-		EstimatedScalingFactors: map[corev1.ResourceName]int64{corev1.ResourceCPU: 85, corev1.ResourceMemory: 70},
-	}
-}
+// DefaultLoadAwareSpec returns LoadAware's default args (seed 001, as the
+// scheduler defaults them: loadaware.DefaultSpec).
+func DefaultLoadAwareSpec() loadaware.Spec { return loadaware.DefaultSpec() }
 
 // DefaultNodeQOS returns the simulation's NodeQOS: for every node, CPU
 // forbid scheduling and throttle at 70 % (seed 002: production merges the

@@ -1,30 +1,19 @@
 package v1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/waterline-dev/waterline/pkg/core/loadaware"
 	"github.com/waterline-dev/waterline/pkg/scheduler/apis/config"
 )
 
 // DefaultNodeMetricExpirationSeconds is LoadAware's default
-// nodeMetricExpirationSeconds (seed 001).
-const DefaultNodeMetricExpirationSeconds int64 = 180
-
-// LoadAware's default maps (seed 001); functions so that no caller can
-// change a shared default.
-func defaultResourceWeights() map[corev1.ResourceName]int64 {
-	return map[corev1.ResourceName]int64{corev1.ResourceCPU: 1, corev1.ResourceMemory: 1}
-}
-
-func defaultUsageThresholds() map[corev1.ResourceName]int64 {
-	return map[corev1.ResourceName]int64{corev1.ResourceCPU: 65, corev1.ResourceMemory: 95}
-}
-
-func defaultEstimatedScalingFactors() map[corev1.ResourceName]int64 {
-	return map[corev1.ResourceName]int64{corev1.ResourceCPU: 85, corev1.ResourceMemory: 70}
-}
+// nodeMetricExpirationSeconds (seed 001); the defaults live in the core.
+const DefaultNodeMetricExpirationSeconds = int64(loadaware.DefaultNodeMetricExpiration / time.Second)
 
 // RegisterDefaults registers the defaulting of every plugin's args with a
 // scheme, so that the scheduler defaults them when it decodes a
@@ -47,13 +36,13 @@ func SetDefaults_LoadAwareArgs(obj *LoadAwareArgs) { //nolint:revive // The sche
 		obj.EnableScheduleWhenNodeMetricsExpired = ptr.To(false)
 	}
 	if len(obj.ResourceWeights) == 0 {
-		obj.ResourceWeights = defaultResourceWeights()
+		obj.ResourceWeights = loadaware.DefaultResourceWeights()
 	}
 	if obj.DominantResourceWeight == nil {
 		obj.DominantResourceWeight = ptr.To[int64](0)
 	}
 	if len(obj.UsageThresholds) == 0 {
-		obj.UsageThresholds = defaultUsageThresholds()
+		obj.UsageThresholds = loadaware.DefaultUsageThresholds()
 	}
 	if obj.ProdUsageIncludeSys == nil {
 		obj.ProdUsageIncludeSys = ptr.To(false)
@@ -67,7 +56,7 @@ func SetDefaults_LoadAwareArgs(obj *LoadAwareArgs) { //nolint:revive // The sche
 	if obj.EstimatedScalingFactors == nil {
 		obj.EstimatedScalingFactors = map[corev1.ResourceName]int64{}
 	}
-	for name, factor := range defaultEstimatedScalingFactors() {
+	for name, factor := range loadaware.DefaultEstimatedScalingFactors() {
 		if _, ok := obj.EstimatedScalingFactors[name]; !ok {
 			obj.EstimatedScalingFactors[name] = factor
 		}
