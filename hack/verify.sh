@@ -30,13 +30,16 @@ fi
 
 echo ">> go vet"
 go vet ./... || failed=1
-(cd hack/tools && go vet -tags tools ./...) || failed=1
 
 echo ">> go mod tidy"
-if ! go mod tidy -diff >/dev/null; then
-  echo "go.mod/go.sum are not tidy: run 'go mod tidy'" >&2
-  go mod tidy -diff | head -20 >&2 || true
-  failed=1
-fi
+# hack/tools only pins versions (tools.go imports programs, which go vet
+# refuses by design): a tidy go.mod is what there is to check.
+for dir in . hack/tools; do
+  if ! (cd "$dir" && go mod tidy -diff >/dev/null); then
+    echo "$dir/go.mod or go.sum is not tidy: run 'go mod tidy' in $dir" >&2
+    (cd "$dir" && go mod tidy -diff | head -20) >&2 || true
+    failed=1
+  fi
+done
 
 exit $failed

@@ -2,10 +2,10 @@ package app
 
 import (
 	"fmt"
-	"strings"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
