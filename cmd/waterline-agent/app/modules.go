@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
+	"github.com/waterline-dev/waterline/pkg/agent/predictor"
 	"github.com/waterline-dev/waterline/pkg/agent/reporter"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
 )
@@ -59,6 +61,12 @@ func addModules(a *agent.Agent, d Deps) error {
 	// QoS executor and tier enforcement (I).
 	// ---------------------------------------------------------------
 
+	pred, err := predictor.New(predictor.Config{CheckpointPath: filepath.Join(d.StateDir, predictor.CheckpointFile)},
+		predictor.Deps{Clock: d.Clock, Reports: a, Registry: d.Registry})
+	if err != nil {
+		return fmt.Errorf("setting up the %s module: %w", predictor.Name, err)
+	}
+	a.Add(pred)
 
 	// The reporter comes last: it takes the status contributions of every
 	// module added before it.
