@@ -12,7 +12,10 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/predictor"
+	"github.com/waterline-dev/waterline/pkg/agent/qos"
 	"github.com/waterline-dev/waterline/pkg/agent/reporter"
+	"github.com/waterline-dev/waterline/pkg/agent/resctl"
+	"github.com/waterline-dev/waterline/pkg/agent/tierlimits"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
 )
 
@@ -67,6 +70,31 @@ func addModules(a *agent.Agent, d Deps) error {
 		return fmt.Errorf("setting up the %s module: %w", predictor.Name, err)
 	}
 	a.Add(pred)
+
+	// Tier enforcement and node QoS state cgroup intents; the reconciler,
+	// added after both, is the one writer of pod cgroup limits.
+	rc, err := resctl.New(d.Layout, d.Registry)
+	if err != nil {
+		return fmt.Errorf("setting up the %s module: %w", resctl.Name, err)
+	}
+	tiers, err := tierlimits.New(tierlimits.Config{}, rc)
+	if err != nil {
+		return fmt.Errorf("setting up the %s module: %w", tierlimits.Name, err)
+	}
+	a.Add(tiers)
+	executor, err := qos.New(qos.Config{}, qos.Deps{
+		Evictor:       qos.APIEvictor{Client: d.Kube},
+		Reconciler:    rc,
+		Recorder:      d.Recorder,
+		Clock:         d.Clock,
+		Registry:      d.Registry,
+		RequestReport: a.RequestReport,
+	})
+	if err != nil {
+		return fmt.Errorf("setting up the %s module: %w", qos.Name, err)
+	}
+	a.Add(executor)
+	a.Add(rc)
 
 	// The reporter comes last: it takes the status contributions of every
 	// module added before it.

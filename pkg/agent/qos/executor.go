@@ -1,0 +1,660 @@
+package qos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/agent"
+	"github.com/waterline-dev/waterline/pkg/agent/collector"
+	"github.com/waterline-dev/waterline/pkg/agent/resctl"
+	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+)
+
+// Name is the module name of the Executor.
+const Name = "qos"
+
+// Source is the intent source of the Executor's CPU quotas.
+const Source resctl.Source = "qos"
+
+var (
+	_ agent.CycleModule       = &Executor{}
+	_ agent.StatusContributor = &Executor{}
+)
+
+// Condition reasons the Executor writes.
+const (
+	ReasonOverWaterline  = "OverWaterline"
+	ReasonUnderWaterline = "UnderWaterline"
+	ReasonNoWaterline    = "NoWaterline"
+	ReasonDryRun         = "DryRun"
+	ReasonPodsThrottled  = "PodsThrottled"
+	ReasonNoneThrottled  = "NoneThrottled"
+)
+
+// Deps are what the Executor acts through.
+type Deps struct {
+	// Evictor evicts pods; the command passes APIEvictor{Client: kube}.
+	Evictor Evictor
+	// Reconciler writes the CPU quotas the Executor states.
+	Reconciler *resctl.Reconciler
+	// Recorder records Events on pods and on the node.
+	Recorder record.EventRecorder
+	// Clock times the eviction rate limit, retries and conditions.
+	Clock clock.PassiveClock
+	// Registry, when set, receives the metrics
+	// (waterline_agent_qos_*).
+	Registry prometheus.Registerer
+	// RequestReport, when set, is called when the ForbidScheduling or
+	// Throttling condition flips, so that the scheduler learns at once
+	// (agent.Agent.RequestReport).
+	RequestReport func()
+	// Metrics are the QoS metrics the planner knows; nil is
+	// coreqos.DefaultRegistry() (cpu_usage and memory_usage).
+	Metrics *coreqos.Registry
+}
+
+// Executor is the node QoS cycle module. Add it to the agent after the
+// tier enforcer and before the resctl.Reconciler.
+type Executor struct {
+	cfg     Config
+	d       Deps
+	metrics *metrics
+	qosReg  *coreqos.Registry
+
+	planner    *coreqos.Planner
+	plannerKey uint64
+	capacity   coreqos.Capacity
+	window     time.Duration
+	hasLines   bool
+	policy     policy
+
+	// What carries over between cycles, in memory only.
+	h       coreqos.Hysteresis
+	applied map[types.UID]int64
+	retryAt map[types.UID]time.Time
+	// wouldEvict is when a dry-run eviction of a pod was last reported.
+	wouldEvict map[types.UID]time.Time
+	beWin      beWindow
+	bucket     tokenBucket
+
+	// static caches candidates' pod-derived fields (see candidate).
+	static map[types.UID]coreqos.Candidate
+
+	// Per-cycle scratch, reused.
+	byUID       map[types.UID]*corev1.Pod
+	usage       map[types.UID]*collector.PodUsage
+	nodeUsage   coreqos.NodeUsage
+	cands       []coreqos.Candidate
+	intents     map[types.UID]resctl.Intent
+	nextApplied map[types.UID]int64
+	evicted     map[types.UID]struct{}
+
+	mu     sync.Mutex
+	status conditions
+}
+
+// policy is what the selected NodeQOS objects say about acting.
+type policy struct {
+	dryRun       bool
+	maxPerMinute int32
+	grace        *int64
+	sources      []string
+}
+
+// conditions are the NodeMetric conditions the Executor owns.
+type conditions struct {
+	known                        bool
+	forbid, throttling           bool
+	forbidReason, forbidMessage  string
+	throttleReason, throttleMsg  string
+	forbidSince, throttlingSince time.Time
+}
+
+// New validates cfg (after defaulting a copy) and returns an Executor.
+func New(cfg Config, d Deps) (*Executor, error) {
+	cfg.SetDefaults()
+	errs := cfg.Validate(field.NewPath("qos"))
+	if d.Evictor == nil {
+		errs = append(errs, field.Required(field.NewPath("deps", "evictor"), "an Evictor is required"))
+	}
+	if d.Reconciler == nil {
+		errs = append(errs, field.Required(field.NewPath("deps", "reconciler"), "a cgroup limit reconciler is required"))
+	}
+	if d.Recorder == nil {
+		errs = append(errs, field.Required(field.NewPath("deps", "recorder"), "an event recorder is required"))
+	}
+	if d.Clock == nil {
+		errs = append(errs, field.Required(field.NewPath("deps", "clock"), "a clock is required"))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("configuring the node QoS executor: %w", errs.ToAggregate())
+	}
+	m, err := newMetrics(d.Registry)
+	if err != nil {
+		return nil, err
+	}
+	reg := d.Metrics
+	if reg == nil {
+		reg = coreqos.DefaultRegistry()
+	}
+	return &Executor{
+		cfg: cfg, d: d, metrics: m, qosReg: reg,
+		applied: map[types.UID]int64{}, retryAt: map[types.UID]time.Time{}, static: map[types.UID]coreqos.Candidate{},
+		wouldEvict: map[types.UID]time.Time{},
+		byUID:      map[types.UID]*corev1.Pod{}, usage: map[types.UID]*collector.PodUsage{},
+		nodeUsage: coreqos.NodeUsage{}, intents: map[types.UID]resctl.Intent{},
+		nextApplied: map[types.UID]int64{}, evicted: map[types.UID]struct{}{},
+	}, nil
+}
+
+// Name implements agent.CycleModule.
+func (e *Executor) Name() string { return Name }
+
+// Cycle implements agent.CycleModule: plan with this cycle's sample, evict
+// (re-planning past PodDisruptionBudget refusals), state the CPU quotas to
+// the reconciler and update the conditions.
+func (e *Executor) Cycle(ctx context.Context, s *agent.Snapshot) error {
+	logger := klog.FromContext(ctx).WithName(Name)
+	if s.Node == nil {
+		logger.V(4).Info("Node not known yet; node QoS waits")
+		return nil
+	}
+	var errs []error
+	if err := e.refresh(logger, s); err != nil {
+		if e.planner == nil {
+			return err
+		}
+		// Keep acting on the last good waterlines.
+		errs = append(errs, err)
+	}
+	now := e.d.Clock.Now()
+	e.measure(s, now)
+	if cpu, ok := e.nodeUsage[coreqos.MetricCPU]; ok {
+		e.beWin.add(s.Time, cpu, coreqos.SampleBECPU(e.capacity.CPUMilli, cpu, e.cands), e.window)
+	}
+	node := coreqos.NodeState{Usage: e.nodeUsage, CPUWindow: e.beWin.average(s.Time, e.window)}
+	prev := e.h
+	plan := e.planner.Plan(node, e.cands, prev)
+	plan, err := e.evict(ctx, logger, s.Node, node, prev, plan, now)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	e.h = plan.Hysteresis
+	e.applyQuotas(logger, &plan, now)
+	e.setConditions(s.NodeMetric, &plan, now)
+	if logger.V(4).Enabled() {
+		logger.V(4).Info("Node QoS cycle", "usage", e.nodeUsage, "throttled", len(e.intents), "evictions", len(plan.Evictions), "reasons", plan.Reasons)
+	}
+	return errors.Join(errs...)
+}
+
+// refresh rebuilds the planner when the NodeQOS objects, the node's labels
+// or its capacity changed.
+func (e *Executor) refresh(logger klog.Logger, s *agent.Snapshot) error {
+	capacity := coreqos.Capacity{
+		CPUMilli:    s.Node.Status.Capacity.Cpu().MilliValue(),
+		MemoryBytes: s.Node.Status.Capacity.Memory().Value(),
+	}
+	key := plannerKey(s, capacity)
+	if e.planner != nil && key == e.plannerKey {
+		return nil
+	}
+	all := make([]v1alpha1.NodeQOS, len(s.NodeQOSes))
+	for i, nq := range s.NodeQOSes {
+		all[i] = *nq
+	}
+	selected, errs := coreqos.SelectNodeQOS(all, s.Node.Labels)
+	wl, buildErrs := coreqos.BuildWaterlines(selected, capacity)
+	errs = append(errs, buildErrs...)
+	if len(errs) > 0 {
+		logger.Error(errs.ToAggregate(), "Ignoring NodeQOS objects that cannot be applied; the valid ones still apply")
+		e.d.Recorder.Eventf(s.Node, corev1.EventTypeWarning, "InvalidNodeQOS", "Ignoring NodeQOS objects that cannot be applied: %v", errs.ToAggregate())
+	}
+	planner, err := coreqos.NewPlanner(e.qosReg, wl)
+	if err != nil {
+		return fmt.Errorf("planning with the waterlines of node %s: %w", s.Node.Name, err)
+	}
+	e.planner, e.plannerKey, e.capacity = planner, key, capacity
+	e.window = time.Duration(wl.CPUEviction.WindowSeconds) * time.Second
+	e.hasLines = len(wl.Lines) > 0
+	e.policy = policyOf(selected)
+	e.bucket.setRate(e.policy.maxPerMinute, e.d.Clock.Now())
+	lines := make([]string, 0, len(wl.Lines))
+	for _, l := range wl.Lines {
+		lines = append(lines, fmt.Sprintf("%s %s %d (%s)", l.Action, l.Metric, l.Value, l.Source))
+	}
+	logger.V(2).Info("Node waterlines", "nodeQOS", e.policy.sources, "lines", lines, "capacity", capacity,
+		"dryRun", e.policy.dryRun, "maxEvictionsPerMinute", e.policy.maxPerMinute)
+	return nil
+}
+
+// plannerKey hashes what the planner is built from.
+func plannerKey(s *agent.Snapshot, c coreqos.Capacity) uint64 {
+	h := fnv.New64a()
+	var buf [20]byte
+	write := func(v string) {
+		_, _ = h.Write([]byte(v))
+		_, _ = h.Write([]byte{0})
+	}
+	write(string(strconv.AppendInt(buf[:0], c.CPUMilli, 10)))
+	write(string(strconv.AppendInt(buf[:0], c.MemoryBytes, 10)))
+	for _, k := range slices.Sorted(maps.Keys(s.Node.Labels)) {
+		write(k)
+		write(s.Node.Labels[k])
+	}
+	for _, nq := range s.NodeQOSes {
+		write(string(nq.UID))
+		write(nq.ResourceVersion)
+	}
+	return h.Sum64()
+}
+
+// policyOf merges how the selected NodeQOS objects want to act: dry run
+// when any asks for it (their lines are merged into one set, so acting on
+// lines somebody declared a trial would be the surprise), the lowest
+// eviction rate, the shortest grace period any sets (unset: the pods' own).
+func policyOf(nqs []*v1alpha1.NodeQOS) policy {
+	p := policy{maxPerMinute: v1alpha1.DefaultEvictionMaxPerMinute}
+	first := true
+	for _, nq := range nqs {
+		spec := v1alpha1.NodeQOSSpecWithDefaults(&nq.Spec)
+		p.sources = append(p.sources, nq.Name)
+		p.dryRun = p.dryRun || spec.DryRun
+		if first || *spec.Eviction.MaxPerMinute < p.maxPerMinute {
+			p.maxPerMinute = *spec.Eviction.MaxPerMinute
+		}
+		first = false
+		if g := spec.Eviction.GracePeriodSeconds; g != nil && (p.grace == nil || *g < *p.grace) {
+			p.grace = g
+		}
+	}
+	return p
+}
+
+// measure fills the node usage and the candidates from the cycle's sample:
+// every pod of the node (the planner filters protected ones and counts
+// terminating ones as releasing), with the quota the Executor applied.
+// Pods whose eviction a PodDisruptionBudget refused recently are left out.
+func (e *Executor) measure(s *agent.Snapshot, now time.Time) {
+	clear(e.nodeUsage)
+	clear(e.usage)
+	clear(e.byUID)
+	if s.Sample != nil {
+		if s.Sample.Node.HasCPU {
+			e.nodeUsage[coreqos.MetricCPU] = milli(s.Sample.Node.CPU)
+		}
+		if s.Sample.Node.HasMemory {
+			e.nodeUsage[coreqos.MetricMemory] = int64(s.Sample.Node.Memory)
+		}
+		for i := range s.Sample.Pods {
+			e.usage[s.Sample.Pods[i].Pod.UID] = &s.Sample.Pods[i]
+		}
+	}
+	e.cands = e.cands[:0]
+	for _, pod := range s.Pods {
+		e.byUID[pod.UID] = pod
+		if t, ok := e.retryAt[pod.UID]; ok {
+			if now.Before(t) {
+				continue
+			}
+			delete(e.retryAt, pod.UID)
+		}
+		u := coreqos.PodUsage{CPUQuotaMilli: coreqos.NoQuota}
+		if q, ok := e.applied[pod.UID]; ok {
+			u.CPUQuotaMilli = q
+		}
+		if pu := e.usage[pod.UID]; pu != nil {
+			if pu.HasCPU {
+				u.CPUMilli = milli(pu.CPU)
+			}
+			if pu.HasMemory {
+				u.MemoryBytes = int64(pu.Memory)
+			}
+		}
+		e.cands = append(e.cands, e.candidate(pod, u))
+	}
+	for uid := range e.retryAt {
+		if _, ok := e.byUID[uid]; !ok {
+			delete(e.retryAt, uid)
+		}
+	}
+	for uid := range e.static {
+		if _, ok := e.byUID[uid]; !ok {
+			delete(e.static, uid)
+		}
+	}
+	for uid := range e.wouldEvict {
+		if _, ok := e.byUID[uid]; !ok {
+			delete(e.wouldEvict, uid)
+		}
+	}
+}
+
+// candidate is coreqos.NewCandidate(pod, u), with what depends on the pod
+// alone (band, class, requests and limits summed over containers) kept per
+// pod object: informer objects are replaced, never changed, on update, so
+// the same pointer has the same spec and status.
+func (e *Executor) candidate(pod *corev1.Pod, u coreqos.PodUsage) coreqos.Candidate {
+	c, ok := e.static[pod.UID]
+	if !ok || c.Pod != pod {
+		c = coreqos.NewCandidate(pod, coreqos.PodUsage{CPUQuotaMilli: coreqos.NoQuota})
+		e.static[pod.UID] = c
+	}
+	c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = u.CPUMilli, u.MemoryBytes, u.CPUQuotaMilli
+	return c
+}
+
+func milli(cores float64) int64 { return int64(math.Round(cores * 1000)) }
+
+// evict carries out the plan's evictions in order. A PodDisruptionBudget
+// refusal leaves the pod out for EvictionRetryAfter and plans again at
+// once -- the pods already evicted this cycle now count as leaving -- so
+// the planner picks the next pod. It stops at the rate limit or at an
+// error; the next cycle plans again.
+func (e *Executor) evict(ctx context.Context, logger klog.Logger, node *corev1.Node, ns coreqos.NodeState, prev coreqos.Hysteresis, plan coreqos.Plan, now time.Time) (coreqos.Plan, error) {
+	clear(e.evicted)
+	for replans := 0; len(plan.Evictions) > 0 && replans <= len(e.cands); replans++ {
+		blocked := false
+		for _, ev := range plan.Evictions {
+			if _, done := e.evicted[ev.Pod.UID]; done {
+				continue
+			}
+			pod := e.byUID[ev.Pod.UID]
+			if pod == nil {
+				continue
+			}
+			if r := extension.QoSProtection(pod); r != extension.NotProtected {
+				logger.Error(nil, "Refusing to evict a protected pod the planner chose", "pod", klog.KObj(pod), "reason", string(r))
+				continue
+			}
+			if e.policy.dryRun {
+				// The plan asks again every cycle while the pod stays;
+				// say so once a minute, not every second.
+				if last, ok := e.wouldEvict[ev.Pod.UID]; !ok || now.Sub(last) >= time.Minute {
+					e.wouldEvict[ev.Pod.UID] = now
+					e.metrics.evictions.WithLabelValues(resultDryRun).Inc()
+					logger.V(2).Info("Dry run: would evict pod", "pod", klog.KObj(pod), "metric", ev.Metric, "reason", ev.Reason)
+					e.d.Recorder.Eventf(pod, corev1.EventTypeNormal, "WouldEvict", "Dry run: node QoS would evict this pod: %s", ev.Reason)
+				}
+				e.evicted[ev.Pod.UID] = struct{}{}
+				continue
+			}
+			if !e.bucket.take(now) {
+				e.metrics.evictions.WithLabelValues(resultRateLimited).Inc()
+				logger.V(2).Info("Eviction rate limit reached; evicting again next cycle", "pod", klog.KObj(pod), "maxPerMinute", e.policy.maxPerMinute)
+				return plan, nil
+			}
+			err := e.d.Evictor.Evict(ctx, pod, e.policy.grace)
+			switch {
+			case err == nil:
+				e.evicted[ev.Pod.UID] = struct{}{}
+				e.metrics.evictions.WithLabelValues(resultEvicted).Inc()
+				logger.V(2).Info("Evicted pod", "pod", klog.KObj(pod), "metric", ev.Metric, "release", ev.Release, "gracePeriodSeconds", e.policy.grace, "reason", ev.Reason)
+				e.d.Recorder.Eventf(pod, corev1.EventTypeWarning, "Evicted", "Evicted by node QoS on %s: %s", node.Name, ev.Reason)
+				e.d.Recorder.Eventf(node, corev1.EventTypeWarning, "EvictedPod", "Node QoS evicted pod %s/%s: %s", pod.Namespace, pod.Name, ev.Reason)
+			case errors.Is(err, ErrEvictionBlocked):
+				e.bucket.refund()
+				e.retryAt[ev.Pod.UID] = now.Add(*e.cfg.EvictionRetryAfter)
+				e.metrics.evictions.WithLabelValues(resultBlocked).Inc()
+				logger.V(2).Info("Eviction blocked by a PodDisruptionBudget; planning again without the pod", "pod", klog.KObj(pod), "retryAfter", *e.cfg.EvictionRetryAfter, "err", err)
+				e.d.Recorder.Eventf(pod, corev1.EventTypeWarning, "EvictionBlocked", "Node QoS could not evict this pod: a PodDisruptionBudget forbids it; evicting another pod instead")
+				blocked = true
+			case errors.Is(err, ErrPodGone):
+				e.bucket.refund()
+				e.evicted[ev.Pod.UID] = struct{}{}
+				e.metrics.evictions.WithLabelValues(resultGone).Inc()
+				logger.V(4).Info("Pod to evict is already gone", "pod", klog.KObj(pod))
+			default:
+				e.metrics.evictions.WithLabelValues(resultError).Inc()
+				return plan, err
+			}
+			if blocked {
+				break
+			}
+		}
+		if !blocked {
+			break
+		}
+		e.replanCandidates(now)
+		plan = e.planner.Plan(ns, e.cands, prev)
+	}
+	return plan, nil
+}
+
+// replanCandidates drops the pods now waiting out a refusal and marks the
+// pods evicted this cycle as terminating, as the informer will soon show
+// them, so the planner counts what they release instead of choosing them
+// again.
+func (e *Executor) replanCandidates(now time.Time) {
+	out := e.cands[:0]
+	for _, c := range e.cands {
+		if t, ok := e.retryAt[c.UID]; ok && now.Before(t) {
+			continue
+		}
+		if _, ok := e.evicted[c.UID]; ok && c.Pod.DeletionTimestamp == nil {
+			p := c.Pod.DeepCopy()
+			p.DeletionTimestamp = &metav1.Time{Time: now}
+			c.Pod = p
+		}
+		out = append(out, c)
+	}
+	e.cands = out
+}
+
+// applyQuotas remembers the plan's quotas, states them to the reconciler
+// (none in dry run) and reports every change.
+func (e *Executor) applyQuotas(logger klog.Logger, plan *coreqos.Plan, now time.Time) {
+	clear(e.intents)
+	next := e.nextApplied
+	clear(next)
+	for _, q := range plan.Quotas {
+		pod := e.byUID[q.Pod.UID]
+		if pod == nil {
+			continue
+		}
+		if q.DesiredMilli != coreqos.NoQuota {
+			if r := extension.QoSProtection(pod); r != extension.NotProtected {
+				logger.Error(nil, "Refusing to throttle a protected pod the planner chose", "pod", klog.KObj(pod), "reason", string(r))
+				continue
+			}
+			next[q.Pod.UID] = q.DesiredMilli
+			if !e.policy.dryRun {
+				e.intents[q.Pod.UID] = resctl.Intent{CPUQuotaMilli: q.DesiredMilli, BelowOwnLimits: true}
+			}
+		}
+		if q.Changed() {
+			e.reportQuota(logger, pod, q)
+		}
+	}
+	// A pod left out of this plan while a refusal runs out keeps its quota.
+	for uid, until := range e.retryAt {
+		q, ok := e.applied[uid]
+		if !ok || !now.Before(until) {
+			continue
+		}
+		if pod := e.byUID[uid]; pod != nil && extension.QoSProtection(pod) == extension.NotProtected {
+			next[uid] = q
+			if !e.policy.dryRun {
+				e.intents[uid] = resctl.Intent{CPUQuotaMilli: q, BelowOwnLimits: true}
+			}
+		}
+	}
+	e.applied, e.nextApplied = next, e.applied
+	e.d.Reconciler.SetIntents(Source, e.intents)
+	e.metrics.throttledPods.Set(float64(len(e.intents)))
+}
+
+func (e *Executor) reportQuota(logger klog.Logger, pod *corev1.Pod, q coreqos.Quota) {
+	dry := strconv.FormatBool(e.policy.dryRun)
+	from, to := quotaString(q.CurrentMilli), quotaString(q.DesiredMilli)
+	msg := fmt.Sprintf("CPU quota %s -> %s: %s", from, to, q.Reason)
+	if e.policy.dryRun {
+		msg = "Dry run, not applied: " + msg
+	}
+	down := q.DesiredMilli != coreqos.NoQuota && (q.CurrentMilli == coreqos.NoQuota || q.DesiredMilli < q.CurrentMilli)
+	switch {
+	case down:
+		e.metrics.throttles.WithLabelValues(dry).Inc()
+		logger.V(2).Info(pick(e.policy.dryRun, "Dry run: would throttle pod", "Throttling pod"), "pod", klog.KObj(pod), "from", from, "to", to, "reason", q.Reason)
+		e.d.Recorder.Event(pod, corev1.EventTypeNormal, pick(e.policy.dryRun, "WouldThrottle", "Throttled"), msg)
+	default:
+		e.metrics.restores.WithLabelValues(dry).Inc()
+		logger.V(2).Info(pick(e.policy.dryRun, "Dry run: would restore pod CPU", "Restoring pod CPU"), "pod", klog.KObj(pod), "from", from, "to", to, "reason", q.Reason)
+		if q.DesiredMilli == coreqos.NoQuota {
+			e.d.Recorder.Event(pod, corev1.EventTypeNormal, pick(e.policy.dryRun, "WouldReleaseThrottle", "ThrottleReleased"), msg)
+		}
+	}
+}
+
+func pick(dry bool, ifDry, otherwise string) string {
+	if dry {
+		return ifDry
+	}
+	return otherwise
+}
+
+func quotaString(q int64) string {
+	if q == coreqos.NoQuota {
+		return "none"
+	}
+	return strconv.FormatInt(q, 10) + "m"
+}
+
+// setConditions updates the conditions and asks for an early report when
+// one flips, or when the NodeMetric shows another value than ours -- after
+// a restart, the previous process's conditions until the next report.
+func (e *Executor) setConditions(nm *v1alpha1.NodeMetric, plan *coreqos.Plan, now time.Time) {
+	c := conditions{known: true}
+	switch {
+	case !e.hasLines:
+		c.forbidReason, c.forbidMessage = ReasonNoWaterline, "No NodeQOS sets a waterline for this node"
+	case plan.ForbidScheduling && e.policy.dryRun:
+		c.forbidReason, c.forbidMessage = ReasonDryRun, "Dry run: would forbid scheduling Batch and Free pods: "+forbidReasons(plan)
+	case plan.ForbidScheduling:
+		c.forbid = true
+		c.forbidReason, c.forbidMessage = ReasonOverWaterline, forbidReasons(plan)
+	default:
+		c.forbidReason, c.forbidMessage = ReasonUnderWaterline, "Usage is under every forbid-scheduling waterline"
+	}
+	c.throttling = len(e.intents) > 0
+	if c.throttling {
+		c.throttleReason, c.throttleMsg = ReasonPodsThrottled, e.throttledMessage()
+	} else {
+		c.throttleReason, c.throttleMsg = ReasonNoneThrottled, "No pod is held at a node QoS CPU quota"
+	}
+	e.mu.Lock()
+	old := e.status
+	c.forbidSince, c.throttlingSince = old.forbidSince, old.throttlingSince
+	if !old.known || old.forbid != c.forbid {
+		c.forbidSince = now
+	}
+	if !old.known || old.throttling != c.throttling {
+		c.throttlingSince = now
+	}
+	e.status = c
+	e.mu.Unlock()
+	if c.forbid {
+		e.metrics.forbid.Set(1)
+	} else {
+		e.metrics.forbid.Set(0)
+	}
+	flipped := old.known && (old.forbid != c.forbid || old.throttling != c.throttling)
+	if (flipped || stale(nm, c)) && e.d.RequestReport != nil {
+		e.d.RequestReport()
+	}
+}
+
+// stale reports whether the NodeMetric publishes another status of our
+// conditions than c (or none at all). The reporter spaces early reports, so
+// asking every cycle until it shows ours costs nothing more.
+func stale(nm *v1alpha1.NodeMetric, c conditions) bool {
+	if nm == nil {
+		return c.forbid || c.throttling
+	}
+	for _, want := range []struct {
+		typ string
+		on  bool
+	}{{v1alpha1.ConditionForbidScheduling, c.forbid}, {v1alpha1.ConditionThrottling, c.throttling}} {
+		got := meta.FindStatusCondition(nm.Status.Conditions, want.typ)
+		if got == nil || got.Status != conditionStatus(want.on) {
+			return true
+		}
+	}
+	return false
+}
+
+func forbidReasons(plan *coreqos.Plan) string {
+	var out []string
+	for _, r := range plan.Reasons {
+		if strings.HasPrefix(r, string(coreqos.ActionForbidScheduling)) {
+			out = append(out, r)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// throttledMessage names up to ten throttled pods with their quotas.
+func (e *Executor) throttledMessage() string {
+	uids := slices.Collect(maps.Keys(e.intents))
+	names := make([]string, 0, len(uids))
+	for _, uid := range uids {
+		if p := e.byUID[uid]; p != nil {
+			names = append(names, fmt.Sprintf("%s/%s at %dm", p.Namespace, p.Name, e.intents[uid].CPUQuotaMilli))
+		}
+	}
+	slices.Sort(names)
+	more := ""
+	if len(names) > 10 {
+		more = fmt.Sprintf(" and %d more", len(names)-10)
+		names = names[:10]
+	}
+	return fmt.Sprintf("%d pods held at a node QoS CPU quota: %s%s", len(uids), strings.Join(names, ", "), more)
+}
+
+// ContributeStatus implements agent.StatusContributor: the ForbidScheduling
+// and Throttling conditions, once a cycle has planned.
+func (e *Executor) ContributeStatus(status *v1alpha1.NodeMetricStatus) {
+	e.mu.Lock()
+	c := e.status
+	e.mu.Unlock()
+	if !c.known {
+		return
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionForbidScheduling, Status: conditionStatus(c.forbid),
+		Reason: c.forbidReason, Message: c.forbidMessage, LastTransitionTime: metav1.NewTime(c.forbidSince),
+	})
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionThrottling, Status: conditionStatus(c.throttling),
+		Reason: c.throttleReason, Message: c.throttleMsg, LastTransitionTime: metav1.NewTime(c.throttlingSince),
+	})
+}
+
+func conditionStatus(b bool) metav1.ConditionStatus {
+	if b {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}

@@ -1,0 +1,445 @@
+package qos_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/agent/qos"
+	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
+)
+
+func batchPod(name string, started time.Duration) *corev1.Pod {
+	p := resctltest.MakePod(name).Band(extension.BandBatch).CPU("1", "1").Obj()
+	p.Status.StartTime = &metav1.Time{Time: t0.Add(-started)}
+	return p
+}
+
+// TestThrottleOnlyWhatIsNeeded: a 4-CPU node with a throttle line at 50 %
+// (2000m) uses 3500m; the Batch pods a (1000m), b (900m), c (800m) are
+// throttled in usage order until the 1500m gap is closed -- a to its floor
+// 100m (10 % of its 1 CPU request, releasing 900m), b to 300m (releasing the
+// last 600m) -- and c, the Prod pod and the Batch DaemonSet pod are left
+// alone. When usage falls under the restore line the quotas are given back
+// step by step until none is left.
+func TestThrottleOnlyWhatIsNeeded(t *testing.T) {
+	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: i32(50), RestorePercent: i32(45)}
+		s.AvoidanceCount, s.RestoreCount = i32(1), i32(1)
+		s.Throttle = &v1alpha1.ThrottlePolicy{StepPercent: i32(50)}
+	}))
+	w.addPod(resctltest.MakePod("prod").Band(extension.BandProd).Obj(), 0.5, 1)
+	w.addPod(resctltest.MakePod("ds").Band(extension.BandBatch).OwnedBy("DaemonSet").Obj(), 0.3, 1)
+	w.addPod(batchPod("a", 3*time.Hour), 1.0, 1)
+	w.addPod(batchPod("b", 2*time.Hour), 0.9, 1)
+	w.addPod(batchPod("c", time.Hour), 0.8, 1)
+	w.nodeCPU, w.nodeMem = 3.5, 5
+
+	w.cycle()
+	if diff := cmp.Diff(map[string]int64{"a": 100, "b": 300}, w.quotas()); diff != "" {
+		t.Fatalf("quotas after the first cycle over the line (-want +got):\n%s", diff)
+	}
+	ev := w.events()
+	if n := countPrefix(ev, "Normal Throttled"); n != 2 {
+		t.Errorf("Throttled events = %d, want 2: %v", n, ev)
+	}
+	if w.reports != 1 {
+		t.Errorf("early reports requested = %d, want 1 (Throttling turned True)", w.reports)
+	}
+	var status v1alpha1.NodeMetricStatus
+	w.ex.ContributeStatus(&status)
+	if c := condition(&status, v1alpha1.ConditionThrottling); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "default/a at 100m") {
+		t.Errorf("Throttling condition = %+v, want True naming default/a at 100m", c)
+	}
+
+	// The sample now shows the quotas: 0.5 + 0.3 + 0.1 + 0.3 + 0.8 = 2.0,
+	// at the line: quotas are held.
+	w.use["a"], w.use["b"] = usage{0.1, 1 << 30}, usage{0.3, 1 << 30}
+	w.nodeCPU = 2.0
+	w.cycle()
+	if diff := cmp.Diff(map[string]int64{"a": 100, "b": 300}, w.quotas()); diff != "" {
+		t.Errorf("quotas at the line (-want +got):\n%s", diff)
+	}
+	if ev := w.events(); len(ev) != 0 {
+		t.Errorf("events while holding: %v, want none", ev)
+	}
+
+	// Load drops to 1.0, under the 1800m restore line: quotas come back,
+	// most important (longest running) pod first, at most the room under
+	// the line per cycle, until none is left.
+	w.use["prod"], w.use["c"] = usage{0.2, 1 << 30}, usage{0.1, 1 << 30}
+	w.nodeCPU = 1.0
+	for i := 0; i < 6 && len(w.quotas()) > 0; i++ {
+		w.cycle()
+	}
+	if q := w.quotas(); len(q) != 0 {
+		t.Errorf("quotas after the load dropped = %v, want none", q)
+	}
+	if n := countPrefix(w.events(), "Normal ThrottleReleased"); n != 2 {
+		t.Errorf("ThrottleReleased events = %d, want 2", n)
+	}
+	if w.reports != 2 {
+		t.Errorf("early reports requested = %d, want 2 (Throttling turned False)", w.reports)
+	}
+	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_throttles_total", "dry_run", "false")); got != 2 {
+		t.Errorf("throttles metric = %v, want 2", got)
+	}
+}
+
+// TestPDBBlockedEvictionMovesOnToTheNextPod: memory is 2 GiB over the
+// evict line; the largest Batch pod (a, 3 GiB) would close it, but a
+// PodDisruptionBudget refuses: the executor plans again without it and
+// evicts b (2.5 GiB) instead, with the NodeQOS grace period, an Event on
+// the pod and on the node. The Prod pod and the DaemonSet pod, larger than
+// both, are never asked about; a is not asked again until its retry time.
+func TestPDBBlockedEvictionMovesOnToTheNextPod(t *testing.T) {
+	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.Memory = &v1alpha1.MemoryWaterlines{EvictPercent: i32(75)}
+		s.Eviction = &v1alpha1.EvictionPolicy{GracePeriodSeconds: i64(5)}
+	}))
+	w.addPod(resctltest.MakePod("prod").Band(extension.BandProd).Obj(), 0.1, 6)
+	w.addPod(resctltest.MakePod("ds").Band(extension.BandBatch).OwnedBy("DaemonSet").Obj(), 0.1, 4)
+	w.addPod(batchPod("a", time.Hour), 0.1, 3)
+	b := w.addPod(batchPod("b", time.Hour), 0.1, 2.5)
+	w.addPod(batchPod("c", time.Hour), 0.1, 1)
+	// Line: 75 % of 16 GiB = 12 GiB; usage 14 GiB.
+	w.nodeCPU, w.nodeMem = 1, 14
+	w.evictor.refuse["a"] = fmt.Errorf("wrapped: %w", qos.ErrEvictionBlocked)
+
+	w.cycle()
+	if diff := cmp.Diff([]string{"a", "b"}, w.evictor.calls); diff != "" {
+		t.Fatalf("eviction calls (-want +got):\n%s", diff)
+	}
+	if g := w.evictor.grace[1]; g == nil || *g != 5 {
+		t.Errorf("grace period = %v, want 5 s from the NodeQOS", g)
+	}
+	ev := w.events()
+	for _, want := range []string{"Warning EvictionBlocked", "Warning Evicted Evicted by node QoS on n1", "Warning EvictedPod Node QoS evicted pod default/b"} {
+		if countPrefix(ev, want) != 1 {
+			t.Errorf("want one event %q, got %v", want, ev)
+		}
+	}
+
+	// The informer shows b terminating: what it releases is pending, and a
+	// is waiting out its refusal: nobody is asked.
+	b.DeletionTimestamp = &metav1.Time{Time: w.clock.Now()}
+	w.cycle()
+	if len(w.evictor.calls) != 2 {
+		t.Errorf("calls while b terminates = %v, want no new one", w.evictor.calls)
+	}
+	// b is gone, memory did not drop (say the page cache refilled): after
+	// the retry time a is asked again, and refuses again; c (1 GiB) is
+	// evicted, all that is left to close the gap.
+	w.pods = slicesDelete(w.pods, b)
+	w.clock.Step(qos.DefaultEvictionRetryAfter)
+	w.cycle()
+	if diff := cmp.Diff([]string{"a", "b", "a", "c"}, w.evictor.calls); diff != "" {
+		t.Errorf("eviction calls after the retry time (-want +got):\n%s", diff)
+	}
+	for _, name := range w.evictor.calls {
+		if name == "prod" || name == "ds" {
+			t.Errorf("a protected pod (%s) was asked to be evicted", name)
+		}
+	}
+	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_evictions_total", "result", "blocked")); got != 2 {
+		t.Errorf("blocked evictions metric = %v, want 2", got)
+	}
+}
+
+func slicesDelete(pods []*corev1.Pod, p *corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, q := range pods {
+		if q != p {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// TestEvictionRateLimit: 4 pods must go but maxPerMinute is 2: two now,
+// none a second later, one more when the bucket refilled half a minute
+// later.
+func TestEvictionRateLimit(t *testing.T) {
+	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.Memory = &v1alpha1.MemoryWaterlines{EvictPercent: i32(50)}
+		s.Eviction = &v1alpha1.EvictionPolicy{MaxPerMinute: i32(2)}
+	}))
+	for i := range 5 {
+		w.addPod(batchPod(fmt.Sprintf("p%d", i), time.Duration(i)*time.Hour), 0.1, 1)
+	}
+	// Line 8 GiB, usage 12 GiB: four 1 GiB pods must go.
+	w.nodeCPU, w.nodeMem = 1, 12
+	terminate := func() {
+		for _, p := range w.pods {
+			for _, c := range w.evictor.calls {
+				if p.Name == c && p.DeletionTimestamp == nil {
+					p.DeletionTimestamp = &metav1.Time{Time: w.clock.Now()}
+				}
+			}
+		}
+	}
+	w.cycle()
+	terminate()
+	if len(w.evictor.calls) != 2 {
+		t.Fatalf("evictions in the first cycle = %v, want 2", w.evictor.calls)
+	}
+	w.cycle()
+	terminate()
+	if len(w.evictor.calls) != 2 {
+		t.Errorf("evictions a second later = %v, want still 2", w.evictor.calls)
+	}
+	w.clock.Step(29 * time.Second) // 1 + 1 + 29 + 1 = 32 s: one token back.
+	w.cycle()
+	if len(w.evictor.calls) != 3 {
+		t.Errorf("evictions after half a minute = %v, want 3", w.evictor.calls)
+	}
+	// Each cycle stops at the first eviction the bucket refuses: the third
+	// pod in cycle 1, the first in cycle 2, the second in cycle 3.
+	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_evictions_total", "result", "rate_limited")); got != 3 {
+		t.Errorf("rate-limited metric = %v, want 3", got)
+	}
+}
+
+// TestDryRun: with a dry-run NodeQOS nothing changes -- no quota, no
+// eviction, no ForbidScheduling -- but every action is logged, counted
+// and recorded as an Event.
+func TestDryRun(t *testing.T) {
+	w := newWorld(t, nodeQOS("trial", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ForbidSchedulingPercent: i32(40), ThrottlePercent: i32(50)}
+		s.Memory = &v1alpha1.MemoryWaterlines{EvictPercent: i32(50)}
+		s.AvoidanceCount = i32(1)
+		s.DryRun = true
+	}))
+	w.addPod(batchPod("a", time.Hour), 3, 9)
+	w.nodeCPU, w.nodeMem = 3, 10
+	w.cycle()
+	w.cycle() // the same would-be eviction is reported once a minute, not every cycle
+	if q := w.quotas(); len(q) != 0 {
+		t.Errorf("dry run stated quotas %v", q)
+	}
+	if len(w.evictor.calls) != 0 {
+		t.Errorf("dry run evicted %v", w.evictor.calls)
+	}
+	ev := w.events()
+	if countPrefix(ev, "Normal WouldEvict") != 1 {
+		t.Errorf("events = %v, want a WouldEvict", ev)
+	}
+	var status v1alpha1.NodeMetricStatus
+	w.ex.ContributeStatus(&status)
+	if c := condition(&status, v1alpha1.ConditionForbidScheduling); c == nil || c.Status != metav1.ConditionFalse || c.Reason != qos.ReasonDryRun {
+		t.Errorf("ForbidScheduling = %+v, want False/DryRun", c)
+	}
+	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_evictions_total", "result", "dry_run")); got != 1 {
+		t.Errorf("dry-run evictions metric = %v, want 1", got)
+	}
+}
+
+// TestDryRunThrottle: a dry-run throttle is recorded, not stated.
+func TestDryRunThrottle(t *testing.T) {
+	w := newWorld(t, nodeQOS("trial", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: i32(50)}
+		s.AvoidanceCount = i32(1)
+		s.DryRun = true
+	}))
+	w.addPod(batchPod("a", time.Hour), 3, 1)
+	w.nodeCPU, w.nodeMem = 3, 2
+	w.cycle()
+	w.cycle()
+	if q := w.quotas(); len(q) != 0 {
+		t.Errorf("dry run stated quotas %v", q)
+	}
+	// One would-throttle: the second cycle counts the first's (virtual)
+	// quota as already releasing.
+	// Gap 3000 − 2000 = 1000m: a would go from 3000m to 2000m.
+	if n := countPrefix(w.events(), "Normal WouldThrottle Dry run, not applied: CPU quota none -> 2000m"); n != 1 {
+		t.Errorf("WouldThrottle events = %d, want 1", n)
+	}
+	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_throttles_total", "dry_run", "true")); got != 1 {
+		t.Errorf("dry-run throttles metric = %v, want 1", got)
+	}
+}
+
+// TestForbidSchedulingCondition: on after avoidanceCount samples over the
+// line, off after restoreCount samples under it; each flip asks for an
+// early report, and the condition carries the flip's time.
+func TestForbidSchedulingCondition(t *testing.T) {
+	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ForbidSchedulingPercent: i32(50)}
+	}))
+	w.addPod(batchPod("a", time.Hour), 1, 1)
+	status := func() *metav1.Condition {
+		var st v1alpha1.NodeMetricStatus
+		w.ex.ContributeStatus(&st)
+		return condition(&st, v1alpha1.ConditionForbidScheduling)
+	}
+	type obs struct {
+		Status  metav1.ConditionStatus
+		Reason  string
+		Since   time.Time
+		Reports int
+	}
+	steps := []struct {
+		nodeCPU float64
+		want    obs
+	}{
+		// Line 2000m; default avoidance 2, restore 3.
+		{2.5, obs{metav1.ConditionFalse, qos.ReasonUnderWaterline, t0.Add(1 * time.Second), 0}},
+		{2.5, obs{metav1.ConditionTrue, qos.ReasonOverWaterline, t0.Add(2 * time.Second), 1}},
+		{1.5, obs{metav1.ConditionTrue, qos.ReasonOverWaterline, t0.Add(2 * time.Second), 1}},
+		{1.5, obs{metav1.ConditionTrue, qos.ReasonOverWaterline, t0.Add(2 * time.Second), 1}},
+		{1.5, obs{metav1.ConditionFalse, qos.ReasonUnderWaterline, t0.Add(5 * time.Second), 2}},
+	}
+	for i, s := range steps {
+		w.nodeCPU, w.nodeMem = s.nodeCPU, 2
+		w.cycle()
+		c := status()
+		got := obs{c.Status, c.Reason, c.LastTransitionTime.Time.UTC(), w.reports}
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Errorf("cycle %d (usage %.1f): (-want +got):\n%s", i+1, s.nodeCPU, diff)
+		}
+	}
+}
+
+// TestRestartForgetsQuotas: after a restart nothing is throttled until the
+// planner asks again: under the line, never; over it, after avoidanceCount
+// fresh samples.
+func TestRestartForgetsQuotas(t *testing.T) {
+	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: i32(50)}
+	}))
+	w.addPod(batchPod("a", time.Hour), 3, 1)
+	w.nodeCPU, w.nodeMem = 3, 2
+	w.cycle()
+	w.cycle()
+	if len(w.quotas()) != 1 {
+		t.Fatalf("quotas before the restart = %v, want a throttled", w.quotas())
+	}
+	w.restart()
+	w.use["a"] = usage{1, 1 << 30}
+	w.nodeCPU = 1
+	w.cycle()
+	w.cycle()
+	if q := w.quotas(); len(q) != 0 {
+		t.Errorf("quotas after a restart under the line = %v, want none", q)
+	}
+	w.use["a"] = usage{3, 1 << 30}
+	w.nodeCPU = 3
+	w.cycle()
+	if q := w.quotas(); len(q) != 0 {
+		t.Errorf("quotas after one sample over the line = %v, want none (avoidanceCount 2)", q)
+	}
+	w.cycle()
+	if q := w.quotas(); len(q) != 1 {
+		t.Errorf("quotas after two samples over the line = %v, want a throttled", q)
+	}
+}
+
+// TestStaleConditionsAfterRestart: the NodeMetric still says Throttling
+// True, written by the process that died; the new one, with nothing
+// throttled, asks for an early report until the NodeMetric shows False.
+func TestStaleConditionsAfterRestart(t *testing.T) {
+	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: i32(50)}
+	}))
+	w.addPod(batchPod("a", time.Hour), 1, 1)
+	w.nodeCPU, w.nodeMem = 1, 2
+	w.nm.Status.Conditions[1].Status = metav1.ConditionTrue
+	w.cycle()
+	if w.reports != 1 {
+		t.Fatalf("early reports after the first cycle = %d, want 1", w.reports)
+	}
+	if c := condition(&w.nm.Status, v1alpha1.ConditionThrottling); c.Status != metav1.ConditionFalse {
+		t.Errorf("Throttling after the report = %s, want False", c.Status)
+	}
+	w.cycle()
+	if w.reports != 1 {
+		t.Errorf("early reports once the NodeMetric is right = %d, want still 1", w.reports)
+	}
+}
+
+// TestNoWaterlineReleasesEverything: when the last NodeQOS selecting the
+// node goes, every quota is released and the condition says why.
+func TestNoWaterlineReleasesEverything(t *testing.T) {
+	nq := nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: i32(50)}
+		s.AvoidanceCount = i32(1)
+		s.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "colo"}}
+	})
+	w := newWorld(t, nq, nodeQOS("elsewhere", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: i32(10)}
+		s.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "other"}}
+	}))
+	w.addPod(batchPod("a", time.Hour), 3, 1)
+	w.nodeCPU, w.nodeMem = 3, 2
+	w.cycle()
+	if len(w.quotas()) != 1 {
+		t.Fatalf("quotas = %v, want a throttled", w.quotas())
+	}
+	w.nqs = w.nqs[1:]
+	w.cycle()
+	if q := w.quotas(); len(q) != 0 {
+		t.Errorf("quotas without a NodeQOS = %v, want none", q)
+	}
+	var st v1alpha1.NodeMetricStatus
+	w.ex.ContributeStatus(&st)
+	if c := condition(&st, v1alpha1.ConditionForbidScheduling); c == nil || c.Reason != qos.ReasonNoWaterline {
+		t.Errorf("ForbidScheduling = %+v, want reason NoWaterline", c)
+	}
+}
+
+// TestNodeNotKnownYet: before the Node is in the informer nothing happens
+// and no condition is contributed.
+func TestNodeNotKnownYet(t *testing.T) {
+	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: i32(10)}
+		s.AvoidanceCount = i32(1)
+	}))
+	w.addPod(batchPod("a", time.Hour), 3, 1)
+	w.nodeCPU, w.nodeMem, w.noNode = 3, 2, true
+	w.cycle()
+	var st v1alpha1.NodeMetricStatus
+	w.ex.ContributeStatus(&st)
+	if len(w.quotas()) != 0 || len(st.Conditions) != 0 {
+		t.Errorf("without a node: quotas %v, conditions %v; want none", w.quotas(), st.Conditions)
+	}
+}
+
+// TestKeepsOtherConditions: the executor sets its two conditions and
+// leaves the others (the predictor's) alone.
+func TestKeepsOtherConditions(t *testing.T) {
+	w := newWorld(t)
+	w.nodeCPU, w.nodeMem = 1, 1
+	w.cycle()
+	st := v1alpha1.NodeMetricStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionPredictionReady, Status: metav1.ConditionTrue, Reason: "Ready"}}}
+	w.ex.ContributeStatus(&st)
+	var types []string
+	for _, c := range st.Conditions {
+		types = append(types, c.Type)
+	}
+	if diff := cmp.Diff([]string{v1alpha1.ConditionForbidScheduling, v1alpha1.ConditionPredictionReady, v1alpha1.ConditionThrottling}, types, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("condition types (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	_, err := qos.New(qos.Config{EvictionRetryAfter: ptrDuration(time.Hour)}, qos.Deps{})
+	if err == nil {
+		t.Fatal("New accepted an hour's retry and no dependencies")
+	}
+	for _, want := range []string{"qos.evictionRetryAfter: Invalid value: \"1h0m0s\"", "deps.evictor: Required", "deps.reconciler: Required", "deps.recorder: Required", "deps.clock: Required"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
+
+func ptrDuration(d time.Duration) *time.Duration { return &d }

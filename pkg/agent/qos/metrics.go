@@ -1,0 +1,58 @@
+package qos
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Eviction results, as metric label values.
+const (
+	resultEvicted     = "evicted"
+	resultBlocked     = "blocked"
+	resultGone        = "gone"
+	resultError       = "error"
+	resultRateLimited = "rate_limited"
+	resultDryRun      = "dry_run"
+)
+
+type metrics struct {
+	throttles     *prometheus.CounterVec
+	restores      *prometheus.CounterVec
+	evictions     *prometheus.CounterVec
+	throttledPods prometheus.Gauge
+	forbid        prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		throttles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waterline_agent_qos_throttles_total",
+			Help: "Times the agent lowered a pod's CPU quota for node QoS (dry_run=true: would have).",
+		}, []string{"dry_run"}),
+		restores: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waterline_agent_qos_restores_total",
+			Help: "Times the agent raised a throttled pod's CPU quota, one step or all the way (dry_run=true: would have).",
+		}, []string{"dry_run"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waterline_agent_qos_evictions_total",
+			Help: "Node QoS evictions by result: evicted, blocked (PodDisruptionBudget), gone, error, rate_limited, dry_run.",
+		}, []string{"result"}),
+		throttledPods: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "waterline_agent_qos_throttled_pods",
+			Help: "Pods the agent holds at a node QoS CPU quota.",
+		}),
+		forbid: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "waterline_agent_qos_forbid_scheduling",
+			Help: "1 while the node is over a forbid-scheduling waterline, else 0.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.throttles, m.restores, m.evictions, m.throttledPods, m.forbid} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("registering node QoS metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,45 @@
+package qos
+
+import "time"
+
+// tokenBucket limits evictions per node: it holds up to perMinute tokens
+// and refills at perMinute a minute, so a burst of perMinute is allowed and
+// the long-run rate is perMinute. Time comes from the caller (the injected
+// clock).
+type tokenBucket struct {
+	perMinute int32
+	tokens    float64
+	last      time.Time
+}
+
+// setRate changes the rate; a lower rate also caps the tokens held.
+func (b *tokenBucket) setRate(perMinute int32, now time.Time) {
+	if b.last.IsZero() {
+		b.tokens, b.last = float64(perMinute), now
+	}
+	b.refill(now)
+	b.perMinute = perMinute
+	b.tokens = min(b.tokens, float64(perMinute))
+}
+
+func (b *tokenBucket) refill(now time.Time) {
+	if el := now.Sub(b.last); el > 0 {
+		b.tokens = min(float64(b.perMinute), b.tokens+el.Minutes()*float64(b.perMinute))
+		b.last = now
+	}
+}
+
+// take removes a token if there is one.
+func (b *tokenBucket) take(now time.Time) bool {
+	b.refill(now)
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// refund gives back a token taken for an eviction that did not happen.
+func (b *tokenBucket) refund() {
+	b.tokens = min(float64(b.perMinute), b.tokens+1)
+}

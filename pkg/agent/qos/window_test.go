@@ -1,0 +1,76 @@
+package qos
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+)
+
+func TestBEWindow(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	be := func(u int64) coreqos.BECPU {
+		return coreqos.BECPU{UsageMilli: u, RequestMilli: 1000, AllowanceMilli: 500}
+	}
+	const window = 3 * time.Second
+	var w beWindow
+	steps := []struct {
+		sec  int
+		node int64
+		want *coreqos.CPUWindow
+	}{
+		{1, 1000, nil}, // 0 s covered
+		{2, 2000, nil},
+		{3, 3000, nil}, // 2 s covered
+		// Samples 2, 3, 4 kept (after 4 − 3 = 1); 3 s covered since 1.
+		// Node (2000 + 3000 + 4000) ÷ 3 = 3000; BE usage (200+300+400) ÷ 3 = 300.
+		{4, 4000, &coreqos.CPUWindow{NodeCPUMilli: 3000, BE: coreqos.BECPU{UsageMilli: 300, RequestMilli: 1000, AllowanceMilli: 500}}},
+		{5, 5000, &coreqos.CPUWindow{NodeCPUMilli: 4000, BE: coreqos.BECPU{UsageMilli: 400, RequestMilli: 1000, AllowanceMilli: 500}}},
+		// A 5 s gap (agent stalled) is more than half the window: start over.
+		{10, 1000, nil},
+		{11, 1000, nil},
+		{12, 1000, nil},
+		{13, 1000, &coreqos.CPUWindow{NodeCPUMilli: 1000, BE: coreqos.BECPU{UsageMilli: 100, RequestMilli: 1000, AllowanceMilli: 500}}},
+	}
+	for _, s := range steps {
+		w.add(at(s.sec), s.node, be(s.node/10), window)
+		got := w.average(at(s.sec), window)
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Errorf("at %d s (-want +got):\n%s", s.sec, diff)
+		}
+	}
+	if n := len(w.buf) - w.head; n != 3 {
+		t.Errorf("samples kept = %d, want 3 (the window)", n)
+	}
+}
+
+func TestTokenBucket(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var b tokenBucket
+	b.setRate(2, t0)
+	got := []bool{b.take(t0), b.take(t0), b.take(t0)}
+	if diff := cmp.Diff([]bool{true, true, false}, got); diff != "" {
+		t.Errorf("burst of 2 (-want +got):\n%s", diff)
+	}
+	// 2 a minute: one token every 30 s.
+	if b.take(t0.Add(29 * time.Second)) {
+		t.Error("a token after 29 s, want none before 30 s")
+	}
+	if !b.take(t0.Add(30 * time.Second)) {
+		t.Error("no token after 30 s")
+	}
+	b.refund()
+	b.refund()
+	b.refund()
+	if b.tokens != 2 {
+		t.Errorf("tokens after refunds = %v, want capped at 2", b.tokens)
+	}
+	// Lowering the rate caps what is held.
+	b.setRate(1, t0.Add(30*time.Second))
+	if b.tokens != 1 {
+		t.Errorf("tokens after lowering the rate to 1 = %v, want 1", b.tokens)
+	}
+}

@@ -1,0 +1,77 @@
+package tierlimits
+
+import (
+	"github.com/waterline-dev/waterline/pkg/agent/resctl"
+)
+
+// BandMember is one Batch pod sharing the node's Batch allocatable.
+type BandMember struct {
+	// RequestMilli is its CPU request (native and tier), in millicores;
+	// the share it gets is proportional to it.
+	RequestMilli int64
+	// LimitMilli is its own CPU limit, or 0 without one.
+	LimitMilli int64
+}
+
+// BandCaps splits allocatableMilli millicores of CPU among the members, so
+// that the Batch band as a whole cannot use more than the manager sold on
+// the node. The split is proportional to request, and no member gets more
+// than its own limit; what a member's limit leaves of its share goes to the
+// others, again by request ("water-filling"):
+//
+//  1. share_i = R × r_i ÷ Σ r over the members not yet settled, R the
+//     allocatable not yet given out;
+//  2. every member whose limit is at most its share is settled at its
+//     limit, and R shrinks by that limit; repeat from 1 while one settles;
+//  3. the others get their share, rounded down.
+//
+// So Σ caps ≤ allocatable whenever Σ floors fits, and while Σ limits ≤
+// allocatable every member keeps its limit (the cap then changes nothing).
+// Each cap is at least floorPercent % of the member's request and never
+// below resctl.MinQuotaMilli: a band squeezed to nothing (allocatable 0
+// after the manager degraded it) still lets its pods run and exit; this
+// floor is the only way Σ caps exceeds the allocatable. Members without a
+// request take no share and get the floor of 10m.
+func BandCaps(allocatableMilli int64, members []BandMember, floorPercent int32) []int64 {
+	caps := make([]int64, len(members))
+	settled := make([]bool, len(members))
+	remaining := max(0, allocatableMilli)
+	for {
+		var sumReq int64
+		for i, m := range members {
+			if !settled[i] && m.RequestMilli > 0 {
+				sumReq += m.RequestMilli
+			}
+		}
+		if sumReq == 0 {
+			break
+		}
+		changed := false
+		for i, m := range members {
+			if settled[i] || m.RequestMilli <= 0 || m.LimitMilli <= 0 {
+				continue
+			}
+			if m.LimitMilli*sumReq <= remaining*m.RequestMilli {
+				caps[i], settled[i], changed = m.LimitMilli, true, true
+				remaining -= m.LimitMilli
+			}
+		}
+		if changed {
+			continue
+		}
+		for i, m := range members {
+			if !settled[i] && m.RequestMilli > 0 {
+				caps[i] = remaining * m.RequestMilli / sumReq
+				settled[i] = true
+			}
+		}
+	}
+	for i, m := range members {
+		floor := max(resctl.MinQuotaMilli, m.RequestMilli*int64(floorPercent)/100)
+		if m.LimitMilli > 0 {
+			floor = min(floor, m.LimitMilli)
+		}
+		caps[i] = max(caps[i], floor)
+	}
+	return caps
+}
