@@ -18,6 +18,8 @@ LDFLAGS := -X github.com/waterline-dev/waterline/pkg/version.gitVersion=$(VERSIO
 # Integration tests start real control planes; give slow machines room.
 TEST_TIMEOUT ?= 40m
 TEST_FLAGS ?=
+# Integration tests wait on control planes more than they compute.
+TEST_PARALLEL ?= 4
 
 ##@ Try it
 
@@ -57,7 +59,7 @@ test-deps: ## Install what some tests need besides Go (Debian's chromium, where 
 
 .PHONY: test
 test: tools test-deps ## Run unit and integration tests (real etcd, kube-apiserver, kwok; real cgroups where allowed)
-	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+	$(GO) test -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane

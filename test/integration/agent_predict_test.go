@@ -189,6 +189,7 @@ func predDescribe(st *v1alpha1.NodeMetricStatus) string {
 // N-sigma's mean and deviation do not depend on when they are evaluated,
 // and the rounding to millicores and bytes is the same.
 func TestAgentPredictionSurvivesKill(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
 	ctx := t.Context()
 	node := c.CreateNodes(t, "predict", 1, testutil.NodeOptions{})[0].Name

@@ -82,6 +82,7 @@ func qosEventReasons(t *testing.T, c *testutil.Cluster, ns, kind, name string) [
 // (2.5 GiB), which closes the gap, through the Eviction API. Events say so
 // on a, on b and on the node; the Prod pod (6 GiB) and c are untouched.
 func TestAgentQoSEvictsThroughEvictionAPI(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
 	ctx := t.Context()
 	node := c.CreateNodes(t, "qos-evict", 1, testutil.NodeOptions{Capacity: corev1.ResourceList{

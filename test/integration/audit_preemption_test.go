@@ -27,6 +27,7 @@ import (
 // pod, then waterline-scheduler restarts with bandpreemption-enabled.yaml
 // and preempts exactly those pods.
 func TestAuditPredictsPreemption(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
 	ctx := t.Context()
 	c.Kubectl(t, "apply", "-f", filepath.Join(testutil.RepoRoot(), "config", "priorityclasses", "priorityclasses.yaml"))

@@ -17,6 +17,7 @@ import (
 // hack/webhook-certs.sh against it: every object is accepted, and the
 // webhook gets its serving certificate and CA bundle.
 func TestDeployManifests(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
 	root := testutil.RepoRoot()
 	rendered := c.Kubectl(t, "kustomize", filepath.Join(root, "config", "deploy"))

@@ -19,6 +19,7 @@ import (
 )
 
 func TestCRDsInstallAndExplain(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
 
 	for _, crd := range []string{"nodemetrics.waterline.dev", "nodeqoses.waterline.dev", "colocationpolicies.waterline.dev"} {
@@ -49,6 +50,7 @@ func TestCRDsInstallAndExplain(t *testing.T) {
 }
 
 func TestNodeQOSValidation(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
 	client := c.Waterline.WaterlineV1alpha1().NodeQOSs()
 
@@ -142,6 +144,7 @@ func TestNodeQOSValidation(t *testing.T) {
 }
 
 func TestColocationPolicyDefaultHasNoSelector(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
 	client := c.Waterline.WaterlineV1alpha1().ColocationPolicies()
 	_, err := client.Create(t.Context(), &waterlinev1alpha1.ColocationPolicy{
@@ -166,6 +169,7 @@ func TestColocationPolicyDefaultHasNoSelector(t *testing.T) {
 }
 
 func TestNodeMetricStatusRoundTrip(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
 	client := c.Waterline.WaterlineV1alpha1().NodeMetrics()
 	nm, err := client.Create(t.Context(), &waterlinev1alpha1.NodeMetric{
@@ -227,6 +231,7 @@ func TestNodeMetricStatusRoundTrip(t *testing.T) {
 }
 
 func TestKWOKNodesBecomeReadyAndRunPods(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
 	start := time.Now()
 	nodes := c.CreateNodes(t, "kwok", 200, testutil.NodeOptions{})

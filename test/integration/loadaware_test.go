@@ -48,6 +48,7 @@ const (
 //	la-6        forbid-scheduling: 1600m used, ForbidScheduling=True
 //	la-7..la-59 warm: 4800m + (i mod 5) × 400m used (30-40 %)
 func TestLoadAware(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
 	ctx := t.Context()
 

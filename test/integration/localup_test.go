@@ -20,6 +20,7 @@ import (
 // on a fake node), presses Ctrl-C, and checks that no process it started is
 // left behind.
 func TestLocalUp(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: skipping the local-up end-to-end run")
 	}

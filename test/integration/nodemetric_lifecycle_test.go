@@ -18,6 +18,7 @@ import (
 // spec follows the ColocationPolicy that governs the node, moves it when the
 // policy or the node's labels change, and deletes it with the node.
 func TestNodeMetricLifecycle(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
 	ctx := t.Context()
 	wl := c.Waterline.WaterlineV1alpha1()

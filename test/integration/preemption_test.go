@@ -26,6 +26,7 @@ import (
 // against a real API server and kwok nodes. Each case has its own nodes
 // (selected by a label) and namespace, so cases do not compete for room.
 func TestBandPreemption(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
 	ctx := t.Context()
 

@@ -31,6 +31,7 @@ func startWithWebhooks(t *testing.T, kwok bool) *testutil.Cluster {
 }
 
 func TestColocationProfileWebhook(t *testing.T) {
+	t.Parallel()
 	c := startWithWebhooks(t, false)
 	ctx := t.Context()
 

@@ -20,6 +20,7 @@ import (
 // refused in a namespace without a ResourceQuota scoped to its class and
 // admitted once there is one.
 func TestQuotaWebhook(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{Webhooks: &envtest.WebhookInstallOptions{
 		Paths: []string{filepath.Join(testutil.RepoRoot(), "config", "webhook", "priority-quota")},
 	}})

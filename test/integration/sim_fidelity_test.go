@@ -74,6 +74,7 @@ const fidProfile = `profiles:
 // random, so an equally scored node is a match), and find no node where
 // the real scheduler found none.
 func TestSimSchedulerFidelity(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
 	ctx := t.Context()
 

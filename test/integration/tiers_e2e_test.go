@@ -33,6 +33,7 @@ import (
 // third node's usage falls to 14 CPU, its Batch allocatable grows to 2000
 // and the two pending pods land there.
 func TestTiersBatchPodsLandOnlyWhereBatchFits(t *testing.T) {
+	t.Parallel()
 	c := startWithWebhooks(t, true)
 	ctx := t.Context()
 	wl := c.Waterline.WaterlineV1alpha1()

@@ -20,6 +20,7 @@ import (
 // Batch allocatable on its status, and resets both to zero once the
 // NodeMetric is older than degradeSeconds -- with no event to trigger it.
 func TestTierAllocatable(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
 	ctx := t.Context()
 	wl := c.Waterline.WaterlineV1alpha1()

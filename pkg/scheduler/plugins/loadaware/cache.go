@@ -75,12 +75,18 @@ func (c *nodeCache) getOrCreateLocked(name string) *nodeState {
 }
 
 // setMetric records a node's NodeMetric, or its deletion when m is nil.
+// A metric reported earlier than the one held is ignored: NodeMetrics reach
+// the plugin two ways -- its own informer, and the requeue hints fed by the
+// scheduler's informer -- and neither may take the plugin's view back.
 func (c *nodeCache) setMetric(name string, m *core.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ns := c.getOrCreateLocked(name)
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
+	if m != nil && ns.load.Metric != nil && ns.load.Metric.UpdateTime.After(m.UpdateTime) {
+		return
+	}
 	ns.load.Metric = m
 	ns.excessFresh = false
 	c.dropIfEmptyLocked(name, ns)

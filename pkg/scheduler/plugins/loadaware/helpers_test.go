@@ -198,6 +198,17 @@ func (e *env) metricSeen(node string, updated time.Time) bool {
 	return ns.load.Metric != nil && ns.load.Metric.UpdateTime.Equal(updated)
 }
 
+// metricGone reports whether the plugin holds no NodeMetric of node.
+func (e *env) metricGone(node string) bool {
+	ns := e.pl.cache.get(node)
+	if ns == nil {
+		return true
+	}
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return ns.load.Metric == nil
+}
+
 // node16 is a node with 16 cores and 64Gi.
 func node16(name string) *st.NodeWrapper {
 	return st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{"cpu": "16", "memory": "64Gi", "pods": "110"})

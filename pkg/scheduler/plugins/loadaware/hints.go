@@ -48,7 +48,13 @@ func (pl *LoadAware) isSchedulableAfterNodeMetricChange(logger klog.Logger, pod 
 		}
 		old = pl.cfg.NewMetric(prev)
 	}
-	if pl.cfg.MayAdmitMore(old, pl.cfg.NewMetric(cur)) {
+	m := pl.cfg.NewMetric(cur)
+	if pl.cfg.MayAdmitMore(old, m) {
+		// The scheduler's informer can deliver this NodeMetric before the
+		// plugin's own does. The requeued pod must not be judged on the
+		// older view, or it is refused again and waits for the next flush
+		// of unschedulable pods (minutes): hand the plugin what woke it.
+		pl.cache.setMetric(cur.Name, m)
 		logger.V(5).Info("NodeMetric change may make the pod schedulable", "pod", klog.KObj(pod), "node", klog.KRef("", cur.Name))
 		return fwk.Queue, nil
 	}

@@ -48,6 +48,38 @@ func TestEventsToRegister(t *testing.T) {
 	}
 }
 
+// TestNodeMetricHintRefreshesThePluginsView: the scheduler's informer may
+// deliver a NodeMetric before the plugin's own informer does. The pod the
+// hint requeues must be judged on what woke it, not refused again on the
+// stale view (it would then wait minutes for the next flush); and an older
+// NodeMetric arriving late must not take the view back.
+func TestNodeMetricHintRefreshesThePluginsView(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	// The plugin holds a NodeMetric last reported 10 min before t0: expired.
+	stale := metric("n", t0.Add(-10*time.Minute)).usage("8", "8Gi").obj()
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil, stale)
+	pending := pod("p", "1", "1Gi").Obj()
+	if s := e.filter(pending, "n"); s.IsSuccess() {
+		t.Fatalf("Filter on an expired NodeMetric passed")
+	}
+
+	// The agent reports again; only the scheduler's informer has seen it.
+	fresh := metric("n", t0).usage("8", "8Gi").obj()
+	hint, err := e.pl.isSchedulableAfterNodeMetricChange(logger, pending, unstructuredMetric(t, stale), unstructuredMetric(t, fresh))
+	if err != nil || hint != fwk.Queue {
+		t.Fatalf("hint = %v, %v; want Queue", hint, err)
+	}
+	if s := e.filter(pending, "n"); !s.IsSuccess() {
+		t.Errorf("Filter after the hint = %v, want success: the requeued pod was judged on the stale NodeMetric", s)
+	}
+
+	// The plugin's own informer now delivers the old one, late.
+	e.pl.cache.setMetric("n", e.pl.cfg.NewMetric(stale))
+	if s := e.filter(pending, "n"); !s.IsSuccess() {
+		t.Errorf("Filter after a late, older NodeMetric = %v, want success: the view went back in time", s)
+	}
+}
+
 func TestNodeMetricHint(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
 	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil)

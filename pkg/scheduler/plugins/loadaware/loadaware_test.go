@@ -288,9 +288,15 @@ func TestAssignedPodsLeaveNoGhostLoad(t *testing.T) {
 	e.clock.SetTime(t0.Add(2*time.Minute + 10*time.Second))
 	fits(true, "once the NodeMetric reports the pod")
 
-	// Deleted: gone from the cache.
+	// Deleted: gone from the cache. Back to a NodeMetric reported at t0
+	// that does not show the pod; the plugin never takes a NodeMetric
+	// back in time, so the old one goes first (as if recreated).
 	e.clock.SetTime(t0.Add(10 * time.Second))
-	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Update(ctx, metric("n", t0).usage("6", "8Gi").obj(), metav1.UpdateOptions{}); err != nil {
+	if err := e.wl.WaterlineV1alpha1().NodeMetrics().Delete(ctx, "n", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the NodeMetric deleted", func() bool { return e.metricGone("n") })
+	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Create(ctx, metric("n", t0).usage("6", "8Gi").obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the older NodeMetric", func() bool { return e.metricSeen("n", t0) })
