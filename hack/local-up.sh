@@ -11,6 +11,8 @@
 #   ETCD_PORT=2379 APISERVER_PORT=6443  loopback ports
 #   WATERLINE_COMPONENTS="scheduler"    Waterline components to run
 #                                       ("" for a bare cluster)
+#   PREEMPTION=enabled                  "disabled" runs the scheduler without
+#                                       preemption (audit before enabling it)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,6 +27,12 @@ APISERVER_PORT=${APISERVER_PORT:-6443}
 KCM_PORT=${KCM_PORT:-$((APISERVER_PORT + 3811))}
 SCHEDULER_PORT=${SCHEDULER_PORT:-$((APISERVER_PORT + 3813))}
 WATERLINE_COMPONENTS=${WATERLINE_COMPONENTS-scheduler}
+PREEMPTION=${PREEMPTION:-enabled}
+case "$PREEMPTION" in
+  enabled) scheduler_config="$root/config/scheduler/local-up.yaml" ;;
+  disabled) scheduler_config="$root/config/scheduler/local-up-preemption-disabled.yaml" ;;
+  *) echo "PREEMPTION=$PREEMPTION: want enabled or disabled" >&2; exit 2 ;;
+esac
 
 if ! [[ "$NODES" =~ ^[0-9]+$ ]]; then
   echo "NODES=$NODES: want a whole number" >&2
@@ -191,8 +199,8 @@ install_crds() {
 
 start_scheduler() {
   [[ -x "$bin/waterline-scheduler" ]] || { echo "$bin/waterline-scheduler is missing: run 'make build'" >&2; exit 1; }
-  log "Starting waterline-scheduler"
-  sed -e "s#__KUBECONFIG__#$kubeconfig#" "$root/config/scheduler/local-up.yaml" >"$dir/scheduler-config.yaml"
+  log "Starting waterline-scheduler (preemption $PREEMPTION)"
+  sed -e "s#__KUBECONFIG__#$kubeconfig#" "$scheduler_config" >"$dir/scheduler-config.yaml"
   start waterline-scheduler "$bin/waterline-scheduler" --config "$dir/scheduler-config.yaml" \
     --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --cert-dir "$dir/scheduler-certs" \
     --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" --v 2

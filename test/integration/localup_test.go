@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,8 +13,93 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
+
+// localUp is a running hack/local-up.sh.
+type localUp struct {
+	dir, kubeconfig, logPath string
+	cmd                      *exec.Cmd
+	exited                   chan error
+}
+
+// startLocalUp runs hack/local-up.sh as a user would, in its own process
+// group (as a terminal gives it), with free ports and the given extra
+// environment, and waits until it reports the cluster ready. Whatever
+// happens, the test leaves nothing running.
+func startLocalUp(t *testing.T, nodes int, env ...string) *localUp {
+	t.Helper()
+	testutil.BuildBinary(t, "waterline-scheduler")
+	l := &localUp{dir: t.TempDir(), exited: make(chan error, 1)}
+	l.kubeconfig = filepath.Join(l.dir, "kubeconfig")
+	l.cmd = exec.Command(filepath.Join(testutil.RepoRoot(), "hack", "local-up.sh"))
+	l.cmd.Env = append(os.Environ(),
+		"LOCAL_UP_DIR="+l.dir,
+		"NODES="+strconv.Itoa(nodes),
+		"ETCD_PORT="+strconv.Itoa(testutil.FreePort(t)),
+		"ETCD_PEER_PORT="+strconv.Itoa(testutil.FreePort(t)),
+		"APISERVER_PORT="+strconv.Itoa(testutil.FreePort(t)),
+		"KCM_PORT="+strconv.Itoa(testutil.FreePort(t)),
+		"SCHEDULER_PORT="+strconv.Itoa(testutil.FreePort(t)),
+	)
+	l.cmd.Env = append(l.cmd.Env, env...)
+	l.logPath = filepath.Join(t.TempDir(), "local-up.log")
+	logFile, err := os.Create(l.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logFile.Close() })
+	l.cmd.Stdout, l.cmd.Stderr = logFile, logFile
+	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := l.cmd.Start(); err != nil {
+		t.Fatalf("Starting local-up: %v", err)
+	}
+	go func() { l.exited <- l.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
+		for _, pid := range processesUnder(l.dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			out, _ := os.ReadFile(l.logPath)
+			t.Logf("local-up output:\n%s", out)
+		}
+	})
+	ready := filepath.Join(l.dir, "ready")
+	testutil.Eventually(t, 3*time.Minute, 500*time.Millisecond, func() (bool, error) {
+		select {
+		case err := <-l.exited:
+			t.Fatalf("local-up exited before the cluster was ready: %v", err)
+		default:
+		}
+		_, err := os.Stat(ready)
+		return err == nil, err
+	}, "waiting for local-up to report the cluster ready")
+	return l
+}
+
+// kubectl runs bin/kubectl against the local cluster.
+func (l *localUp) kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	full := append([]string{"--kubeconfig", l.kubeconfig}, args...)
+	o, err := exec.Command(filepath.Join(testutil.BinDir(), "kubectl"), full...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, o)
+	}
+	return string(o)
+}
+
+// apply applies a manifest given inline.
+func (l *localUp) apply(t *testing.T, manifest string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.kubectl(t, "apply", "-f", f)
+}
 
 // TestLocalUp runs `make local-up`'s script as a user would, checks the
 // cluster it prints works (nodes Ready, a pod for waterline-scheduler placed
@@ -24,73 +110,15 @@ func TestLocalUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the local-up end-to-end run")
 	}
-	testutil.BuildBinary(t, "waterline-scheduler")
-	dir := t.TempDir()
 	const nodes = 20
-	cmd := exec.Command(filepath.Join(testutil.RepoRoot(), "hack", "local-up.sh"))
-	cmd.Env = append(os.Environ(),
-		"LOCAL_UP_DIR="+dir,
-		"NODES="+strconv.Itoa(nodes),
-		"ETCD_PORT="+strconv.Itoa(testutil.FreePort(t)),
-		"ETCD_PEER_PORT="+strconv.Itoa(testutil.FreePort(t)),
-		"APISERVER_PORT="+strconv.Itoa(testutil.FreePort(t)),
-		"KCM_PORT="+strconv.Itoa(testutil.FreePort(t)),
-		"SCHEDULER_PORT="+strconv.Itoa(testutil.FreePort(t)),
-	)
-	logPath := filepath.Join(t.TempDir(), "local-up.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group, as a terminal would give it; Ctrl-C is SIGINT
-	// to that group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("Starting local-up: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		// Whatever happened, leave nothing running.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		for _, pid := range processesUnder(dir) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		if t.Failed() {
-			out, _ := os.ReadFile(logPath)
-			t.Logf("local-up output:\n%s", out)
-		}
-	})
+	l := startLocalUp(t, nodes)
 
-	ready := filepath.Join(dir, "ready")
-	testutil.Eventually(t, 3*time.Minute, 500*time.Millisecond, func() (bool, error) {
-		select {
-		case err := <-exited:
-			t.Fatalf("local-up exited before the cluster was ready: %v", err)
-		default:
-		}
-		_, err := os.Stat(ready)
-		return err == nil, err
-	}, "waiting for local-up to report the cluster ready")
-
-	out, _ := os.ReadFile(logPath)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if !strings.Contains(string(out), "export KUBECONFIG="+kubeconfig) {
+	out, _ := os.ReadFile(l.logPath)
+	if !strings.Contains(string(out), "export KUBECONFIG="+l.kubeconfig) {
 		t.Errorf("local-up did not print the kubeconfig to use:\n%s", out)
 	}
-	kubectl := func(args ...string) string {
-		t.Helper()
-		full := append([]string{"--kubeconfig", kubeconfig}, args...)
-		o, err := exec.Command(filepath.Join(testutil.BinDir(), "kubectl"), full...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, o)
-		}
-		return string(o)
-	}
 	readyNodes := 0
-	for line := range strings.Lines(kubectl("get", "nodes", "--no-headers")) {
+	for line := range strings.Lines(l.kubectl(t, "get", "nodes", "--no-headers")) {
 		if f := strings.Fields(line); len(f) > 1 && f[1] == "Ready" {
 			readyNodes++
 		}
@@ -99,23 +127,19 @@ func TestLocalUp(t *testing.T) {
 		t.Errorf("kubectl get nodes shows %d Ready nodes, want %d", readyNodes, nodes)
 	}
 	for _, crd := range []string{"nodemetrics.waterline.dev", "nodeqoses.waterline.dev", "colocationpolicies.waterline.dev"} {
-		kubectl("get", "crd", crd)
+		l.kubectl(t, "get", "crd", crd)
 	}
 
 	// waterline-scheduler places a pod that asks for it.
-	podYAML := filepath.Join(dir, "pod.yaml")
-	if err := os.WriteFile(podYAML, []byte(`apiVersion: v1
+	l.apply(t, `apiVersion: v1
 kind: Pod
 metadata: {name: hello, namespace: default}
 spec:
   schedulerName: waterline-scheduler
   containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m, memory: 64Mi}}}]
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kubectl("apply", "-f", podYAML)
+`)
 	testutil.Eventually(t, time.Minute, 500*time.Millisecond, func() (bool, error) {
-		o := kubectl("get", "pod", "hello", "-o", "jsonpath={.spec.nodeName} {.status.phase}")
+		o := l.kubectl(t, "get", "pod", "hello", "-o", "jsonpath={.spec.nodeName} {.status.phase}")
 		f := strings.Fields(o)
 		if len(f) == 2 && strings.HasPrefix(f[0], "kwok-node-") && f[1] == "Running" {
 			return true, nil
@@ -123,21 +147,110 @@ spec:
 		return false, fmt.Errorf("pod is %q", o)
 	}, "waiting for waterline-scheduler to place the pod on a kwok node")
 
-	before := processesUnder(dir)
+	before := processesUnder(l.dir)
 	if len(before) < 5 {
 		t.Errorf("found %d processes of the local cluster, want at least etcd, apiserver, controller-manager, kwok, scheduler", len(before))
 	}
 	// Ctrl-C.
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+	if err := syscall.Kill(-l.cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatalf("Sending SIGINT: %v", err)
 	}
 	select {
-	case <-exited:
+	case <-l.exited:
 	case <-time.After(90 * time.Second):
 		t.Fatal("local-up did not exit within 90s of Ctrl-C")
 	}
-	if left := processesUnder(dir); len(left) > 0 {
+	if left := processesUnder(l.dir); len(left) > 0 {
 		t.Errorf("processes left behind after Ctrl-C: %v", left)
+	}
+}
+
+// TestAuditAgainstLocalUp runs `waterline audit preemption` against a
+// local-up cluster started with preemption disabled, as the rollout in
+// config/priorityclasses/README.md does, with a prepared mix of pods: a
+// node filled by two Batch pods, the others by Prod pods, and a pending
+// Prod pod that fits only by evicting both Batch pods. The audit must name
+// exactly those two as its victims.
+func TestAuditAgainstLocalUp(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: skipping the local-up end-to-end run")
+	}
+	waterline := testutil.BuildBinary(t, "waterline")
+	l := startLocalUp(t, 3, "PREEMPTION=disabled", "NODE_CPU=4", "NODE_MEMORY=16Gi")
+	l.kubectl(t, "apply", "-f", filepath.Join(testutil.RepoRoot(), "config", "priorityclasses", "priorityclasses.yaml"))
+
+	pod := func(name, class, node, cpu string) string {
+		nodeName := ""
+		if node != "" {
+			nodeName = "\n  nodeName: " + node
+		}
+		return fmt.Sprintf(`---
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default}
+spec:
+  schedulerName: waterline-scheduler
+  priorityClassName: %s%s
+  containers: [{name: c, image: busybox, resources: {requests: {cpu: %q, memory: 1Gi}}}]
+`, name, class, nodeName, cpu)
+	}
+	// kwok-node-0: two Batch pods, 2 + 2 = 4 CPU, full. kwok-node-1 and -2:
+	// one Prod pod of 4 CPU each, full. The Prod pod asking 3 CPU fits
+	// nowhere; on kwok-node-0 it needs 3 of 4 CPU, so one Batch pod (2)
+	// is not enough: both go.
+	l.apply(t, pod("batch-a", "waterline-batch", "kwok-node-0", "2")+
+		pod("batch-b", "waterline-batch", "kwok-node-0", "2")+
+		pod("prod-1", "waterline-prod", "kwok-node-1", "4")+
+		pod("prod-2", "waterline-prod", "kwok-node-2", "4"))
+	for _, name := range []string{"batch-a", "batch-b", "prod-1", "prod-2"} {
+		testutil.Eventually(t, time.Minute, 500*time.Millisecond, func() (bool, error) {
+			phase := l.kubectl(t, "get", "pod", name, "-o", "jsonpath={.status.phase}")
+			return phase == "Running", fmt.Errorf("phase %q", phase)
+		}, "waiting for %s to run", name)
+	}
+	l.apply(t, pod("prod-pending", "waterline-prod", "", "3"))
+	testutil.Eventually(t, time.Minute, 500*time.Millisecond, func() (bool, error) {
+		o := l.kubectl(t, "get", "pod", "prod-pending", "-o", `jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}`)
+		return o == "Unschedulable", fmt.Errorf("PodScheduled reason %q", o)
+	}, "waiting for prod-pending to be found unschedulable")
+
+	out, err := exec.Command(waterline, "audit", "preemption", "--kubeconfig", l.kubeconfig, "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("waterline audit preemption: %v\n%s", err, out)
+	}
+	var report struct {
+		DryRun []struct {
+			Pod     struct{ Namespace, Name string }
+			Outcome string
+			Node    string
+			Victims []struct{ Namespace, Name string }
+		} `json:"dryRun"`
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("audit JSON: %v\n%s", err, out)
+	}
+	type finding struct {
+		Pod, Outcome, Node string
+		Victims            []string
+	}
+	var got []finding
+	for _, d := range report.DryRun {
+		f := finding{Pod: d.Pod.Namespace + "/" + d.Pod.Name, Outcome: d.Outcome, Node: d.Node}
+		for _, v := range d.Victims {
+			f.Victims = append(f.Victims, v.Namespace+"/"+v.Name)
+		}
+		got = append(got, f)
+	}
+	want := []finding{{Pod: "default/prod-pending", Outcome: "Preempts", Node: "kwok-node-0", Victims: []string{"default/batch-a", "default/batch-b"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("audit dry run (-want +got):\n%s\nfull report:\n%s", diff, out)
+	}
+	// The audit only reads: with preemption disabled nothing was evicted.
+	for _, name := range []string{"batch-a", "batch-b"} {
+		if phase := l.kubectl(t, "get", "pod", name, "-o", "jsonpath={.status.phase}"); phase != "Running" {
+			t.Errorf("%s is %q after the audit, want Running", name, phase)
+		}
 	}
 }
 
