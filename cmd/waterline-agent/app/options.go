@@ -2,10 +2,8 @@ package app
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
 	"github.com/waterline-dev/waterline/pkg/agent/metriccache"
+	"github.com/waterline-dev/waterline/pkg/cmdutil"
 )
 
 // CheckpointFile is the metric cache's checkpoint inside --state-dir.
@@ -199,11 +198,11 @@ func (o *Options) Validate() field.ErrorList {
 	if !filepath.IsAbs(o.StateDir) {
 		errs = append(errs, field.Invalid(field.NewPath("state-dir"), o.StateDir, "must be an absolute path"))
 	}
-	if err := validateAddress(o.HealthAddress); err != nil {
+	if err := cmdutil.ValidateAddress(o.HealthAddress); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("health-address"), o.HealthAddress, err.Error()))
 	}
 	if o.MetricsAddress != "0" {
-		if err := validateAddress(o.MetricsAddress); err != nil {
+		if err := cmdutil.ValidateAddress(o.MetricsAddress); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("metrics-address"), o.MetricsAddress, err.Error()))
 		}
 	}
@@ -259,17 +258,6 @@ func without(errs field.ErrorList, fld string) field.ErrorList {
 		}
 	}
 	return out
-}
-
-func validateAddress(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return fmt.Errorf("port %q is not a port number", port)
-	}
-	return nil
 }
 
 // sameAddress reports whether the metrics go on the health server.

@@ -23,7 +23,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -36,6 +35,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
 	"github.com/waterline-dev/waterline/pkg/agent/metriccache"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
+	"github.com/waterline-dev/waterline/pkg/cmdutil"
 	"github.com/waterline-dev/waterline/pkg/version"
 )
 
@@ -78,7 +78,7 @@ func Run(ctx context.Context, o *Options) error {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting waterline-agent", "version", version.Get().String())
 
-	cfg, err := restConfig(o.Kubeconfig)
+	cfg, err := cmdutil.RESTConfig(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -285,19 +285,4 @@ func (h *health) install(mux *http.ServeMux) {
 			_, _ = w.Write([]byte("ok"))
 		}
 	})
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("no --kubeconfig and not running in a cluster: %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
 }

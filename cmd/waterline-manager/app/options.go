@@ -2,15 +2,14 @@ package app
 
 import (
 	"fmt"
-	"net"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/waterline-dev/waterline/pkg/cmdutil"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/quota"
 )
 
@@ -110,7 +109,7 @@ func (o *Options) Validate() field.ErrorList {
 		if addr == "0" && name == "metrics-bind-address" {
 			continue
 		}
-		if err := validateAddress(addr); err != nil {
+		if err := cmdutil.ValidateAddress(addr); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath(name), addr, err.Error()))
 		}
 	}
@@ -157,17 +156,6 @@ func (o *Options) Validate() field.ErrorList {
 // Enabled reports whether the named controller runs.
 func (o *Options) Enabled(name string) bool {
 	return contains(o.Controllers, "*") || contains(o.Controllers, name)
-}
-
-func validateAddress(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return fmt.Errorf("port %q is not a port number", port)
-	}
-	return nil
 }
 
 func contains(list []string, s string) bool {

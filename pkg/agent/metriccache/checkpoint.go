@@ -8,10 +8,11 @@ import (
 	"hash/crc32"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/waterline-dev/waterline/pkg/agent/atomicfile"
 )
 
 // Checkpoint file format, little-endian:
@@ -54,7 +55,7 @@ func (c *Cache) Checkpoint() error {
 	c.mu.RLock()
 	c.checkpointBuf = c.encodeLocked(c.checkpointBuf[:0])
 	c.mu.RUnlock()
-	return writeAtomic(c.cfg.CheckpointPath, c.checkpointBuf)
+	return atomicfile.Write(c.cfg.CheckpointPath, c.checkpointBuf)
 }
 
 // Run checkpoints every cfg.CheckpointInterval until ctx ends, then writes
@@ -134,42 +135,6 @@ func (c *Cache) encodeLocked(b []byte) []byte {
 	}
 	binary.LittleEndian.PutUint32(b[countAt:], written)
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
-}
-
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("creating temporary checkpoint in %s: %w", dir, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", f.Name(), err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", f.Name(), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", f.Name(), err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("renaming %s to %s: %w", f.Name(), path, err)
-	}
-	// The rename is durable only once the directory entry is.
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("opening %s to sync it: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
-	}
-	return nil
 }
 
 // restore loads the checkpoint into an empty cache, logging and ignoring

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/pkg/agent/atomicfile"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
 )
 
@@ -204,7 +204,7 @@ func (p *Predictor) Checkpoint() (bool, error) {
 	p.mu.Unlock()
 	data, err := encodeCheckpoint(st)
 	if err == nil {
-		err = writeAtomic(p.cfg.CheckpointPath, data)
+		err = atomicfile.Write(p.cfg.CheckpointPath, data)
 	}
 	if err != nil {
 		p.metrics.checkpoints.WithLabelValues("error").Inc()
@@ -212,40 +212,4 @@ func (p *Predictor) Checkpoint() (bool, error) {
 	}
 	p.metrics.checkpoints.WithLabelValues("success").Inc()
 	return true, nil
-}
-
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("creating a temporary checkpoint in %s: %w", dir, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", f.Name(), err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", f.Name(), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", f.Name(), err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("renaming %s to %s: %w", f.Name(), path, err)
-	}
-	// The rename is durable only once the directory entry is.
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("opening %s to sync it: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
-	}
-	return nil
 }
