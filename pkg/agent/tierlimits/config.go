@@ -12,7 +12,7 @@ const DefaultBandCapFloorPercent int32 = 10
 type Config struct {
 	// BandCap turns the Batch band cap on: the quotas of the pods that
 	// request batch-cpu add up to at most the node's allocatable
-	// waterline.dev/batch-cpu (see BandCaps). Off, each pod is held to its
+	// waterline.dev/batch-cpu (see tiers.BandCaps). Off, each pod is held to its
 	// own tier limit only. Default true.
 	BandCap *bool
 	// BandCapFloorPercent is the smallest quota the band cap leaves a pod,

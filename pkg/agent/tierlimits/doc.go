@@ -6,7 +6,7 @@
 // kubelet would have written had those been cpu and memory -- shares from
 // the CPU request, a quota from the CPU limit, a memory limit -- and caps
 // the Batch band as a whole at the node's Batch allocatable, so the band
-// cannot outgrow what the manager sold (BandCaps). It states these as
+// cannot outgrow what the manager sold (tiers.BandCaps). It states these as
 // intents to the resctl.Reconciler, which writes them.
 //
 // It never writes a cgroup itself, never caps a pod QoS protects below its

@@ -13,6 +13,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
+	"github.com/waterline-dev/waterline/pkg/core/tiers"
 )
 
 // Name is the module name of the Enforcer.
@@ -39,7 +40,7 @@ type Enforcer struct {
 	// never changed, on update, so the same pointer has the same spec.
 	tiers      map[types.UID]cachedTier
 	seen       map[types.UID]struct{}
-	members    []BandMember
+	members    []tiers.BandMember
 	memberUIDs []types.UID
 	// binding remembers whether the band cap held any pod below its limit
 	// last cycle, to log when that changes.
@@ -109,11 +110,11 @@ func (e *Enforcer) Cycle(ctx context.Context, s *agent.Snapshot) error {
 			reserved += max(t.CPULimitMilli, t.CPURequestMilli)
 			continue
 		}
-		e.members = append(e.members, BandMember{RequestMilli: t.CPURequestMilli, LimitMilli: t.CPULimitMilli})
+		e.members = append(e.members, tiers.BandMember{RequestMilli: t.CPURequestMilli, LimitMilli: t.CPULimitMilli})
 		e.memberUIDs = append(e.memberUIDs, pod.UID)
 	}
 	if alloc, ok := batchAllocatable(s.Node); ok && *e.cfg.BandCap && len(e.members) > 0 {
-		caps := BandCaps(alloc-reserved, e.members, *e.cfg.BandCapFloorPercent)
+		caps := tiers.BandCaps(alloc-reserved, e.members, *e.cfg.BandCapFloorPercent, resctl.MinQuotaMilli)
 		var sum int64
 		for i, c := range caps {
 			sum += c

@@ -1,8 +1,8 @@
-package tierlimits
+package tiers
 
-import (
-	"github.com/waterline-dev/waterline/pkg/agent/resctl"
-)
+// The agent holds the Batch band to what the manager sold on the node; how
+// the node's Batch allocatable is split among the band's pods is decided
+// here, beside the formula that sets it.
 
 // BandMember is one Batch pod sharing the node's Batch allocatable.
 type BandMember struct {
@@ -28,11 +28,11 @@ type BandMember struct {
 // So Σ caps ≤ allocatable whenever Σ floors fits, and while Σ limits ≤
 // allocatable every member keeps its limit (the cap then changes nothing).
 // Each cap is at least floorPercent % of the member's request and never
-// below resctl.MinQuotaMilli: a band squeezed to nothing (allocatable 0
-// after the manager degraded it) still lets its pods run and exit; this
-// floor is the only way Σ caps exceeds the allocatable. Members without a
-// request take no share and get the floor of 10m.
-func BandCaps(allocatableMilli int64, members []BandMember, floorPercent int32) []int64 {
+// below minCapMilli (the smallest quota the kernel takes): a band squeezed
+// to nothing (allocatable 0 after the manager degraded it) still lets its
+// pods run and exit; this floor is the only way Σ caps exceeds the
+// allocatable. Members without a request take no share and get minCapMilli.
+func BandCaps(allocatableMilli int64, members []BandMember, floorPercent int32, minCapMilli int64) []int64 {
 	caps := make([]int64, len(members))
 	settled := make([]bool, len(members))
 	remaining := max(0, allocatableMilli)
@@ -67,7 +67,7 @@ func BandCaps(allocatableMilli int64, members []BandMember, floorPercent int32) 
 		}
 	}
 	for i, m := range members {
-		floor := max(resctl.MinQuotaMilli, m.RequestMilli*int64(floorPercent)/100)
+		floor := max(minCapMilli, m.RequestMilli*int64(floorPercent)/100)
 		if m.LimitMilli > 0 {
 			floor = min(floor, m.LimitMilli)
 		}
