@@ -247,6 +247,8 @@ func (r *run) predict(n *node, now time.Time) {
 	}
 	n.cpuTracker.AddNodeSample(float64(prodCPU+sysCPU)/1000, 1, now)
 	n.memTracker.AddNodeSample(float64(prodMem+sysMem)/gib, 1, now)
+	n.cpuTracker.AddSystemSample(float64(sysCPU)/1000, 1, now)
+	n.memTracker.AddSystemSample(float64(sysMem)/gib, 1, now)
 	model := n.model
 	cpu := model.Predict(n.cpuTracker.Input(now))
 	mem := model.Predict(n.memTracker.Input(now))

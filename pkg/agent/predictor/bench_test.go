@@ -12,6 +12,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/agent/metriccache"
+	"github.com/waterline-dev/waterline/pkg/core/predict"
 )
 
 const benchPods = 200
@@ -136,7 +137,7 @@ func BenchmarkUpdate200Pods(b *testing.B) {
 			for r, st := range rs {
 				v := 1 + float64(r)
 				st.prod.AddNodeSample(v*50, 1, now)
-				st.prod.AddPodSample(systemPodID, v, 1, now)
+				st.prod.AddPodSample(predict.SystemPodID, v, 1, now)
 				for _, h := range st.bands {
 					h.AddSample(v, 1, now)
 				}

@@ -139,13 +139,13 @@ func (p *Predictor) restoreLocked(cp *checkpointState, layouts [len(resourceKind
 				return fmt.Errorf("restoring the %s histogram of band %s: %w", k.name, band, err)
 			}
 		}
-		if tr.Pod(systemPodID) == nil {
+		if tr.Pod(predict.SystemPodID) == nil {
 			return fmt.Errorf("%w: no %s history of the system", ErrCorruptCheckpoint, k.name)
 		}
 		res[i] = rs
 		if i == cpuIndex {
 			for _, pod := range rc.Prod.Pods {
-				if pod.ID != systemPodID {
+				if pod.ID != predict.SystemPodID {
 					tracked[pod.ID] = pod.Start
 				}
 			}

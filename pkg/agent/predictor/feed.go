@@ -138,7 +138,7 @@ func (p *Predictor) feedResourceLocked(c *metriccache.Cache, w windows, now time
 	}
 	for k, v := range p.averages(c, metriccache.SystemKey(r), w, now, slotSystem) {
 		if !math.IsNaN(v) {
-			rs.prod.AddPodSample(systemPodID, v, 1, w.end(k))
+			rs.prod.AddSystemSample(v, 1, w.end(k))
 		}
 	}
 	for id := range p.tracked {

@@ -12,6 +12,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/agent/metriccache"
+	"github.com/waterline-dev/waterline/pkg/core/predict"
 )
 
 // TestFeedAveragesEachWindow: every update interval each histogram gets
@@ -61,14 +62,14 @@ func TestFeedAveragesEachWindow(t *testing.T) {
 		// 3 windows each: weight 3 (no decay).
 		{"cpu node level = node − mid − batch − free: 10 − 2 − 3 − 1", cpu(node), stats{4, 0, 3}},
 		{"cpu prod pod: window averages of 1,3,1,3…", cpu(pod("uid-prod")), stats{2, 0, 3}},
-		{"cpu system: 10 − 2 − 2 − 3 − 1", cpu(pod(systemPodID)), stats{2, 0, 3}},
+		{"cpu system: 10 − 2 − 2 − 3 − 1", cpu(pod(predict.SystemPodID)), stats{2, 0, 3}},
 		{"cpu band prod", cpu(band(extension.BandProd)), stats{2, 0, 3}},
 		{"cpu band mid", cpu(band(extension.BandMid)), stats{2, 0, 3}},
 		{"cpu band batch", cpu(band(extension.BandBatch)), stats{3, 0, 3}},
 		{"cpu band free", cpu(band(extension.BandFree)), stats{1, 0, 3}},
 		{"memory node level: 10Gi − 1Gi − 2Gi − 1Gi", mem(node), stats{6 * gi, 0, 3}},
 		{"memory prod pod", mem(pod("uid-prod")), stats{4 * gi, 0, 3}},
-		{"memory system", mem(pod(systemPodID)), stats{2 * gi, 0, 3}},
+		{"memory system", mem(pod(predict.SystemPodID)), stats{2 * gi, 0, 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, tc.got, cmpopts.EquateApprox(0, 1e-6)); diff != "" {

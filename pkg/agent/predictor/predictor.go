@@ -35,12 +35,6 @@ const (
 	ReasonColdStart = "ColdStart"
 )
 
-// systemPodID names the node's usage outside pods in the Prod trackers:
-// seed 003's "special pod S", with no request and a start in the distant
-// past, so that the per-pod models (NSigmaV2's pod sum, ResourceCentral)
-// count the system too. A pod UID never looks like it.
-const systemPodID = "system"
-
 // ReportRequester asks the reporter for an early NodeMetric status write;
 // *agent.Agent is one.
 type ReportRequester interface {
@@ -108,7 +102,7 @@ func newResourceState(l *predict.Layout) *resourceState {
 	for i := range rs.bands {
 		rs.bands[i] = l.NewHistogram()
 	}
-	rs.prod.SetPod(systemPodID, time.Time{}, 0)
+	rs.prod.SetPod(predict.SystemPodID, time.Time{}, 0)
 	return rs
 }
 
@@ -453,7 +447,7 @@ func (p *Predictor) predictLocked(now time.Time) {
 		r.ProdPeak.set(i, pred.Peak)
 		r.Ready = r.Ready && pred.Ready
 		noHistory = noHistory || rs.prod.Node().IsEmpty()
-		systemCold = systemCold || rs.prod.Pod(systemPodID).IsEmpty()
+		systemCold = systemCold || rs.prod.Pod(predict.SystemPodID).IsEmpty()
 		for b, h := range rs.bands {
 			p.bandInput = predict.Input{Now: now, Node: h}
 			r.BandPeaks[b].set(i, p.bandModel.Predict(&p.bandInput).Peak)

@@ -55,6 +55,21 @@ func (t *Tracker) SetPod(id string, start time.Time, request float64) {
 	t.pods = append(t.pods, trackedPod{id: id, start: start, request: request, usage: t.layout.NewHistogram()})
 }
 
+// SystemPodID names the node's usage outside pods among a tracker's pods:
+// seed 003's special pod S, so that the per-pod models (NSigmaV2's sum,
+// ResourceCentral) count the system as the node-level ones do.
+const SystemPodID = "system"
+
+// AddSystemSample adds a sample of the node's usage outside pods as the
+// pod SystemPodID (no request, never cold), tracking it the first time.
+// The agent and the simulator both feed the system this way.
+func (t *Tracker) AddSystemSample(value, weight float64, at time.Time) {
+	if _, ok := t.index[SystemPodID]; !ok {
+		t.SetPod(SystemPodID, time.Time{}, 0)
+	}
+	t.AddPodSample(SystemPodID, value, weight, at)
+}
+
 // AddPodSample adds a usage sample of pod id; it reports false (and adds
 // nothing) when the pod is unknown, so a caller can SetPod first.
 func (t *Tracker) AddPodSample(id string, value, weight float64, at time.Time) bool {
