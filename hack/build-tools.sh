@@ -31,6 +31,11 @@ declare -A module=(
   [lister-gen]=k8s.io/code-generator
   [informer-gen]=k8s.io/code-generator
   [applyconfiguration-gen]=k8s.io/code-generator
+  [conversion-gen]=k8s.io/code-generator
+  [defaulter-gen]=k8s.io/code-generator
+  [kubelet]=k8s.io/kubernetes
+  [helm]=helm.sh/helm/v4
+  [golangci-lint]=github.com/golangci/golangci-lint/v2
 )
 declare -A package=(
   [etcd]=go.etcd.io/etcd/server/v3
@@ -43,32 +48,46 @@ declare -A package=(
   [lister-gen]=k8s.io/code-generator/cmd/lister-gen
   [informer-gen]=k8s.io/code-generator/cmd/informer-gen
   [applyconfiguration-gen]=k8s.io/code-generator/cmd/applyconfiguration-gen
+  [conversion-gen]=k8s.io/code-generator/cmd/conversion-gen
+  [defaulter-gen]=k8s.io/code-generator/cmd/defaulter-gen
+  [kubelet]=k8s.io/kubernetes/cmd/kubelet
+  [helm]=helm.sh/helm/v4/cmd/helm
+  [golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 )
-all=(etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen client-gen lister-gen informer-gen applyconfiguration-gen)
+# Tools whose dependencies must not meet the control plane's live in modules
+# of their own under hack/tools; the rest share hack/tools/go.mod.
+declare -A module_dir=(
+  [helm]=helm
+  [golangci-lint]=lint
+)
+all=(etcd kube-apiserver kube-controller-manager kubectl kubelet kwok controller-gen client-gen lister-gen informer-gen applyconfiguration-gen conversion-gen defaulter-gen helm golangci-lint)
 
-mod_version() { (cd "$tools_dir" && go list -m -f '{{.Version}}' "$1"); }
+dir_of() { echo "$tools_dir${module_dir[$1]:+/${module_dir[$1]}}"; }
+mod_version() { (cd "$(dir_of "$1")" && go list -m -f '{{.Version}}' "${module[$1]}"); }
 
 ldflags_for() {
   local tool=$1 version=$2
   case "$tool" in
-    kube-*|kubectl)
+    kube-*|kubectl|kubelet)
       local minor=${version#v1.}; minor=${minor%%.*}
       local pkg=k8s.io/component-base/version
       echo "-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
       ;;
     kwok) echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$version" ;;
+    helm) echo "-s -w -X helm.sh/helm/v4/internal/version.version=$version" ;;
+    golangci-lint) echo "-s -w -X main.version=${version#v}" ;;
     *) echo "-s -w" ;;
   esac
 }
 
 build_one() {
   local tool=$1
-  local version; version=$(mod_version "${module[$tool]}")
+  local version; version=$(mod_version "$tool")
   local cached="$cache_dir/$tool-$version-$go_version"
   if [[ ! -x "$cached" ]]; then
     echo ">> building $tool $version (${package[$tool]})"
     local start=$SECONDS
-    (cd "$tools_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_for "$tool" "$version")" -o "$cached.tmp" "${package[$tool]}")
+    (cd "$(dir_of "$tool")" && CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_for "$tool" "$version")" -o "$cached.tmp" "${package[$tool]}")
     mv -f "$cached.tmp" "$cached"
     echo "   $tool built in $((SECONDS - start))s"
   fi
