@@ -87,8 +87,8 @@ build_one() {
   if [[ ! -x "$cached" ]]; then
     echo ">> building $tool $version (${package[$tool]})"
     local start=$SECONDS
-    (cd "$(dir_of "$tool")" && CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_for "$tool" "$version")" -o "$cached.tmp" "${package[$tool]}")
-    mv -f "$cached.tmp" "$cached"
+    (cd "$(dir_of "$tool")" && CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_for "$tool" "$version")" -o "$cached.tmp.$$" "${package[$tool]}")
+    mv -f "$cached.tmp.$$" "$cached"
     echo "   $tool built in $((SECONDS - start))s"
   fi
   ln -sfn "$cached" "$bin_dir/$tool"
@@ -112,8 +112,8 @@ kwok_stages() {
       echo "---"
       cat "$f"
     done
-  } > "$out.tmp"
-  mv -f "$out.tmp" "$out"
+  } > "$out.tmp.$$"
+  mv -f "$out.tmp.$$" "$out"
 }
 
 tools=("$@")
