@@ -49,6 +49,9 @@ type Options struct {
 	PriorityQuotaClasses []string
 	// PriorityQuotaAllClasses turns it on for every PriorityClass.
 	PriorityQuotaAllClasses bool
+	// AgentEvictionWebhook serves the webhook that lets an agent evict
+	// only pods of its own node.
+	AgentEvictionWebhook bool
 	// Controllers lists the controllers to run; "*" runs all.
 	Controllers []string
 
@@ -158,6 +161,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ColocationWebhookFailurePolicy, "colocation-webhook-failure-policy", o.ColocationWebhookFailurePolicy, "Fail or Ignore: what happens to pods a profile selects when the manager cannot be reached or cannot read its inputs.")
 	fs.DurationVar(&o.ColocationWebhookTimeout, "colocation-webhook-timeout", o.ColocationWebhookTimeout, "How long the API server waits for the colocation-profile webhook (1s-30s).")
 	fs.StringSliceVar(&o.CABundleConfigurations, "ca-bundle-configurations", o.CABundleConfigurations, "More webhook configurations (mutating/<name>, validating/<name>) whose CA bundle the manager keeps.")
+	fs.BoolVar(&o.AgentEvictionWebhook, "agent-eviction-webhook", o.AgentEvictionWebhook, "Serve the webhook that refuses a waterline-agent's eviction of a pod on another node than its own (its node-bound token's authentication.kubernetes.io/node-name).")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("Controllers to run: * for all, or a list of %v.", knownControllers))
 }
 
@@ -188,6 +192,9 @@ func (o *Options) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("webhook-port"), o.WebhookPort, "must be a port number (1-65535)"))
 		}
 		errs = append(errs, o.validateWebhooks()...)
+	}
+	if o.AgentEvictionWebhook && !o.Webhooks {
+		errs = append(errs, field.Invalid(field.NewPath("webhooks"), false, "must be true with --agent-eviction-webhook"))
 	}
 	if qc, on := o.QuotaConfig(); on {
 		if !o.Webhooks {

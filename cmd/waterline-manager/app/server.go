@@ -27,6 +27,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
 	"github.com/waterline-dev/waterline/pkg/manager/nodemetric"
+	"github.com/waterline-dev/waterline/pkg/manager/webhook/agentscope"
 	"github.com/waterline-dev/waterline/pkg/manager/tiers"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/quota"
@@ -159,6 +160,11 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 			if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
 				return fmt.Errorf("watching %T: %w", obj, err)
 			}
+		}
+		if opts.AgentEvictionWebhook {
+			mgr.GetWebhookServer().Register(agentscope.Path, &webhook.Admission{Handler: &agentscope.Handler{
+				Pods: mgr.GetClient(), Live: mgr.GetAPIReader(),
+			}})
 		}
 		if qc, on := opts.QuotaConfig(); on {
 			// Live reads: a quota created a moment ago must count, or the
