@@ -43,7 +43,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		"crd/nodemetrics.waterline.dev", "daemonset/waterline-agent", "deployment/waterline-manager", "deployment/waterline-scheduler",
 		"mutatingwebhookconfiguration/waterline-colocation-profiles", "validatingadmissionpolicy/waterline-agent-node-scope",
 		"priorityclass/waterline-batch", "nodeqos/default", "colocationpolicy/default", "configmap/waterline-scheduler-config",
-		"poddisruptionbudget/waterline-manager", "clusterrole/waterline-agent",
+		"clusterrole/waterline-agent", "validatingwebhookconfiguration/waterline-agent-eviction",
 	} {
 		if _, err := c.KubectlE("get", "-n", "waterline-system", obj); err != nil {
 			t.Errorf("after helm install, %s is missing: %v", obj, err)
@@ -64,9 +64,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	}
 	args := chartArgs(t, dep)
 	mgr := c.StartManager(t, append(args,
-		"--kubeconfig", impersonatingKubeconfig(t, c.Kubeconfig, "system:serviceaccount:waterline-system:waterline-manager"),
-		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(healthPort))...)
-	_ = mgr
+		"--kubeconfig", impersonatingKubeconfig(t, c.Kubeconfig, "system:serviceaccount:waterline-system:waterline-manager"))...)
 	testutil.Eventually(t, time.Minute, 250*time.Millisecond, func() (bool, error) {
 		m, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "waterline-colocation-profiles", metav1.GetOptions{})
 		if err != nil {
