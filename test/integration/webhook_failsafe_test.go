@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/manager/webhook/configuration"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -105,6 +107,19 @@ func TestColocationWebhookFailsSafe(t *testing.T) {
 	}
 	if w.ClientConfig.URL == nil || !strings.HasPrefix(*w.ClientConfig.URL, "https://127.0.0.1:") || len(w.ClientConfig.CABundle) == 0 {
 		t.Errorf("entry's clientConfig = %+v, want a 127.0.0.1 URL and a CA bundle", w.ClientConfig)
+	}
+	// What the API server stored is what the manager computes, or every
+	// pass would rewrite the configuration.
+	policy, err := c.Waterline.WaterlineV1alpha1().ColocationPolicies().Get(ctx, "default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := configuration.Colocation{
+		Client: configuration.ClientConfig{URL: "https://127.0.0.1:" + strconv.Itoa(port)}, Path: "/mutate-v1-pod-colocation-profile",
+		FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: 5, ExcludedNamespaces: []string{"waterline-system", "kube-system"},
+	}.Webhooks(policy.Spec.Profiles, w.ClientConfig.CABundle)
+	if diff := cmp.Diff(want, mwc.Webhooks); diff != "" {
+		t.Errorf("the stored configuration differs from the manager's (-want +got), so each pass rewrites it:\n%s", diff)
 	}
 	secret, err := c.Kube.CoreV1().Secrets("waterline-system").Get(ctx, "waterline-webhook-certs", metav1.GetOptions{})
 	if err != nil {
