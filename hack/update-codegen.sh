@@ -22,6 +22,15 @@ rm -rf config/crd/bases
 "$bin/controller-gen" rbac:roleName=waterline-manager paths=./pkg/manager/... output:rbac:artifacts:config=config/rbac/manager
 "$bin/controller-gen" rbac:roleName=waterline-agent paths=./pkg/agent/... output:rbac:artifacts:config=config/rbac/agent
 
+# The Helm chart carries copies: config/ stays the one source (tests and
+# kubectl apply -f read it), the chart is what clusters install.
+chart=charts/waterline
+rm -rf "$chart/crds" && mkdir -p "$chart/crds" "$chart/files/rbac"
+cp config/crd/bases/*.yaml "$chart/crds/"
+cp config/rbac/manager/role.yaml "$chart/files/rbac/manager-role.yaml"
+cp config/rbac/agent/role.yaml "$chart/files/rbac/agent-role.yaml"
+cp config/priorityclasses/priorityclasses.yaml "$chart/files/priorityclasses.yaml"
+
 rm -rf pkg/client
 "$bin/applyconfiguration-gen" \
   --go-header-file "$header" \

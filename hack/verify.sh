@@ -8,7 +8,7 @@ cd "$root"
 failed=0
 
 echo ">> checking generated code"
-generated=(apis config/crd config/rbac pkg/client pkg/scheduler/apis)
+generated=(apis config/crd config/rbac pkg/client pkg/scheduler/apis charts/waterline/crds charts/waterline/files/rbac charts/waterline/files/priorityclasses.yaml)
 before=$(git status --porcelain --untracked-files=all -- "${generated[@]}")
 before_diff=$(git diff -- "${generated[@]}")
 hack/update-codegen.sh
@@ -19,6 +19,9 @@ if [[ "$before" != "$after" || "$before_diff" != "$after_diff" ]]; then
   diff <(echo "$before_diff") <(echo "$after_diff") | head -40 >&2 || true
   failed=1
 fi
+
+echo ">> helm lint, helm template"
+hack/verify-chart.sh || failed=1
 
 echo ">> gofmt"
 unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go') 2>/dev/null || true)

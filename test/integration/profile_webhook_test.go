@@ -2,31 +2,34 @@ package integration
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
-// startWithWebhooks starts a cluster whose API server calls the
-// manager's webhooks (config/webhook) and the manager serving them.
+// startWithWebhooks starts a cluster and the manager serving its
+// webhooks as the chart installs it: the manager makes its own
+// certificate and fills the colocation-profile webhook configuration.
 func startWithWebhooks(t *testing.T, kwok bool) *testutil.Cluster {
 	t.Helper()
-	c := testutil.StartCluster(t, testutil.Options{
-		KWOK:     kwok,
-		Webhooks: &envtest.WebhookInstallOptions{Paths: []string{filepath.Join(testutil.RepoRoot(), "config", "webhook")}},
-	})
-	c.StartManager(t, c.WebhookArgs()...)
+	c := testutil.StartCluster(t, testutil.Options{KWOK: kwok})
+	c.CreateNamespace(t, "waterline-system", nil)
+	if _, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(t.Context(), &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: colocationMWC},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startManagedWebhooks(t, c, testutil.FreePort(t), "Fail")
 	return c
 }
 

@@ -1,32 +1,53 @@
 package integration
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
 // TestQuotaWebhook runs waterline-manager with the priority-class quota
-// webhook on, against a real API server that calls it through the shipped
-// config/webhook/priority-quota manifest: a pod of a limited class is
-// refused in a namespace without a ResourceQuota scoped to its class and
-// admitted once there is one.
+// webhook on, against a real API server that calls it through the chart's
+// webhook configuration (the manager makes the certificate and sets its CA
+// bundle): a pod of a limited class is refused in a namespace without a
+// ResourceQuota scoped to its class and admitted once there is one.
 func TestQuotaWebhook(t *testing.T) {
 	t.Parallel()
-	c := testutil.StartCluster(t, testutil.Options{Webhooks: &envtest.WebhookInstallOptions{
-		Paths: []string{filepath.Join(testutil.RepoRoot(), "config", "webhook", "priority-quota")},
-	}})
+	c := testutil.StartCluster(t, testutil.Options{})
 	ctx := t.Context()
 	c.Kubectl(t, "apply", "-f", filepath.Join(testutil.RepoRoot(), "config", "priorityclasses", "priorityclasses.yaml"))
-	c.StartManager(t, append(c.WebhookArgs(), "--priority-quota-classes=waterline-mid-nonpreemptible,waterline-prod")...)
+	c.CreateNamespace(t, "waterline-system", nil)
+	port := strconv.Itoa(testutil.FreePort(t))
+	rendered := c.Helm(t, "template", "waterline", testutil.ChartDir(), "-n", "waterline-system",
+		"--set", "webhooks.url=https://127.0.0.1:"+port, "--set", "webhooks.colocation.enabled=false",
+		"--set", "webhooks.priorityQuota.enabled=true",
+		"--set-json", `webhooks.priorityQuota.priorityClasses=["waterline-mid-nonpreemptible","waterline-prod"]`,
+		"--show-only", "templates/webhooks.yaml")
+	manifest := filepath.Join(t.TempDir(), "quota.yaml")
+	if err := os.WriteFile(manifest, []byte(rendered), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.Kubectl(t, "apply", "-f", manifest)
+	c.StartManager(t, "--webhooks=true", "--webhook-host=127.0.0.1", "--webhook-port="+port,
+		"--webhook-cert-dir="+filepath.Join(t.TempDir(), "certs"), "--webhook-cert-mode=secret",
+		"--webhook-namespace=waterline-system", "--webhook-url=https://127.0.0.1:"+port,
+		"--ca-bundle-configurations=validating/waterline-priority-quota",
+		"--priority-quota-classes=waterline-mid-nonpreemptible,waterline-prod")
+	// The manager sets the CA bundle right after it starts.
+	testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		v, err := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "waterline-priority-quota", metav1.GetOptions{})
+		return err == nil && len(v.Webhooks) == 1 && len(v.Webhooks[0].ClientConfig.CABundle) > 0, err
+	}, "waiting for the manager to set the quota webhook's CA bundle")
 
 	createPod := func(ns, name, class string) error {
 		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
+	"github.com/waterline-dev/waterline/pkg/manager/webhook/configuration"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/quota"
 )
 
@@ -47,8 +49,48 @@ type Options struct {
 	PriorityQuotaClasses []string
 	// PriorityQuotaAllClasses turns it on for every PriorityClass.
 	PriorityQuotaAllClasses bool
+	// AgentEvictionWebhook serves the webhook that lets an agent evict
+	// only pods of its own node.
+	AgentEvictionWebhook bool
 	// Controllers lists the controllers to run; "*" runs all.
 	Controllers []string
+
+	// Webhook certificate and configurations (see WebhookOptions).
+	WebhookOptions
+}
+
+// WebhookOptions say how the manager keeps its serving certificate and
+// its webhook configurations.
+type WebhookOptions struct {
+	// WebhookNamespace is the manager's namespace: the certificate Secret
+	// and the Service live there, and its pods never reach the webhooks.
+	WebhookNamespace string
+	// WebhookCertMode is "files" (tls.crt and tls.key are put in the
+	// directory by somebody else; ca.crt, when there, is published as the
+	// CA bundle) or "secret" (the manager generates, renews and shares
+	// them through WebhookCertSecret).
+	WebhookCertMode     string
+	WebhookCertSecret   string
+	WebhookCertValidity time.Duration
+	// WebhookURL (https://host:port) or WebhookService (a Service in
+	// WebhookNamespace) is where the API server reaches the webhooks.
+	WebhookURL     string
+	WebhookService string
+	// WebhookExcludedNamespaces never reach the webhooks (besides
+	// WebhookNamespace).
+	WebhookExcludedNamespaces []string
+	// ColocationWebhookConfiguration names the MutatingWebhookConfiguration
+	// the manager fills with one entry per colocation profile; empty
+	// leaves webhook configurations to somebody else.
+	ColocationWebhookConfiguration string
+	// ColocationWebhookFailurePolicy is Fail or Ignore for the pods a
+	// profile selects; Ignore also admits pods unchanged when the handler
+	// cannot read its inputs.
+	ColocationWebhookFailurePolicy string
+	ColocationWebhookTimeout       time.Duration
+	// CABundleConfigurations get the CA bundle too
+	// (mutating/<name> or validating/<name>).
+	CABundleConfigurations []string
 }
 
 // QuotaConfig is the priority-class quota webhook's configuration, and
@@ -79,6 +121,15 @@ func NewOptions() *Options {
 		WebhookPort:            9443,
 		WebhookCertDir:         "/tmp/k8s-webhook-server/serving-certs",
 		Controllers:            []string{"*"},
+		WebhookOptions: WebhookOptions{
+			WebhookNamespace:               os.Getenv("POD_NAMESPACE"),
+			WebhookCertMode:                "files",
+			WebhookCertSecret:              "waterline-webhook-certs",
+			WebhookCertValidity:            365 * 24 * time.Hour,
+			ColocationWebhookFailurePolicy: "Fail",
+			ColocationWebhookTimeout:       5 * time.Second,
+			WebhookExcludedNamespaces:      []string{"kube-system"},
+		},
 	}
 }
 
@@ -97,8 +148,20 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the webhook server.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with the webhook server's tls.crt and tls.key.")
 	fs.BoolVar(&o.ColocationWebhookFailOpen, "colocation-webhook-fail-open", o.ColocationWebhookFailOpen, "Admit pods unchanged, with a warning, when the colocation-profile webhook cannot read the namespace, policy or PriorityClass (default: refuse them). Match the MutatingWebhookConfiguration's failurePolicy.")
-	fs.StringSliceVar(&o.PriorityQuotaClasses, "priority-quota-classes", o.PriorityQuotaClasses, "Serve the priority-class quota webhook for these PriorityClasses: their pods are admitted only in namespaces with a ResourceQuota scoped to the class. Apply config/webhook/priority-quota/ with it.")
+	fs.StringSliceVar(&o.PriorityQuotaClasses, "priority-quota-classes", o.PriorityQuotaClasses, "Serve the priority-class quota webhook for these PriorityClasses: their pods are admitted only in namespaces with a ResourceQuota scoped to the class. The chart value webhooks.priorityQuota installs its configuration.")
 	fs.BoolVar(&o.PriorityQuotaAllClasses, "priority-quota-all-classes", o.PriorityQuotaAllClasses, "Serve the priority-class quota webhook for every PriorityClass.")
+	fs.StringVar(&o.WebhookNamespace, "webhook-namespace", o.WebhookNamespace, "The manager's namespace (default $POD_NAMESPACE): it holds the certificate Secret and the webhook Service, and its pods never reach the webhooks.")
+	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", o.WebhookCertMode, "files: tls.crt and tls.key in --webhook-cert-dir come from elsewhere (cert-manager), ca.crt there is published as the CA bundle; secret: the manager generates and renews them in --webhook-cert-secret and writes them to --webhook-cert-dir.")
+	fs.StringVar(&o.WebhookCertSecret, "webhook-cert-secret", o.WebhookCertSecret, "Secret in --webhook-namespace that holds the generated certificate (--webhook-cert-mode=secret).")
+	fs.DurationVar(&o.WebhookCertValidity, "webhook-cert-validity", o.WebhookCertValidity, "Lifetime of a generated certificate; renewed when a third is left (at least 1h).")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "Base URL (https://host:port) the API server calls the webhooks at; certificates generated in secret mode are valid for its host.")
+	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service in --webhook-namespace the API server calls the webhooks through (port 443), when --webhook-url is empty.")
+	fs.StringSliceVar(&o.WebhookExcludedNamespaces, "webhook-excluded-namespaces", o.WebhookExcludedNamespaces, "Namespaces whose pods never reach the colocation-profile webhook (besides --webhook-namespace).")
+	fs.StringVar(&o.ColocationWebhookConfiguration, "colocation-webhook-configuration", o.ColocationWebhookConfiguration, "MutatingWebhookConfiguration the manager fills with one entry per colocation profile (it must exist); empty leaves webhook configurations alone.")
+	fs.StringVar(&o.ColocationWebhookFailurePolicy, "colocation-webhook-failure-policy", o.ColocationWebhookFailurePolicy, "Fail or Ignore: what happens to pods a profile selects when the manager cannot be reached or cannot read its inputs.")
+	fs.DurationVar(&o.ColocationWebhookTimeout, "colocation-webhook-timeout", o.ColocationWebhookTimeout, "How long the API server waits for the colocation-profile webhook (1s-30s).")
+	fs.StringSliceVar(&o.CABundleConfigurations, "ca-bundle-configurations", o.CABundleConfigurations, "More webhook configurations (mutating/<name>, validating/<name>) whose CA bundle the manager keeps.")
+	fs.BoolVar(&o.AgentEvictionWebhook, "agent-eviction-webhook", o.AgentEvictionWebhook, "Serve the webhook that refuses a waterline-agent's eviction of a pod on another node than its own (its node-bound token's authentication.kubernetes.io/node-name).")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("Controllers to run: * for all, or a list of %v.", knownControllers))
 }
 
@@ -128,11 +191,10 @@ func (o *Options) Validate() field.ErrorList {
 		if o.WebhookPort < 1 || o.WebhookPort > 65535 {
 			errs = append(errs, field.Invalid(field.NewPath("webhook-port"), o.WebhookPort, "must be a port number (1-65535)"))
 		}
-		for _, f := range []string{"tls.crt", "tls.key"} {
-			if _, err := os.Stat(o.WebhookCertDir + "/" + f); err != nil {
-				errs = append(errs, field.Invalid(field.NewPath("webhook-cert-dir"), o.WebhookCertDir, fmt.Sprintf("has no readable %s (%v); pass --webhooks=false to run without webhooks", f, err)))
-			}
-		}
+		errs = append(errs, o.validateWebhooks()...)
+	}
+	if o.AgentEvictionWebhook && !o.Webhooks {
+		errs = append(errs, field.Invalid(field.NewPath("webhooks"), false, "must be true with --agent-eviction-webhook"))
 	}
 	if qc, on := o.QuotaConfig(); on {
 		if !o.Webhooks {
@@ -165,4 +227,53 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func (o *Options) validateWebhooks() field.ErrorList {
+	var errs field.ErrorList
+	switch o.WebhookCertMode {
+	case "files":
+		for _, f := range []string{"tls.crt", "tls.key"} {
+			if _, err := os.Stat(o.WebhookCertDir + "/" + f); err != nil {
+				errs = append(errs, field.Invalid(field.NewPath("webhook-cert-dir"), o.WebhookCertDir, fmt.Sprintf("has no readable %s (%v); pass --webhooks=false to run without webhooks, or --webhook-cert-mode=secret", f, err)))
+			}
+		}
+	case "secret":
+		if o.WebhookNamespace == "" {
+			errs = append(errs, field.Required(field.NewPath("webhook-namespace"), "the certificate Secret's namespace (or $POD_NAMESPACE) is needed with --webhook-cert-mode=secret"))
+		}
+		if o.WebhookCertSecret == "" {
+			errs = append(errs, field.Required(field.NewPath("webhook-cert-secret"), "needed with --webhook-cert-mode=secret"))
+		}
+		if o.WebhookCertValidity < time.Hour {
+			errs = append(errs, field.Invalid(field.NewPath("webhook-cert-validity"), o.WebhookCertValidity.String(), "must be at least 1h"))
+		}
+		if o.WebhookURL == "" && o.WebhookService == "" {
+			errs = append(errs, field.Required(field.NewPath("webhook-url"), "--webhook-url or --webhook-service names the host the generated certificate is for"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("webhook-cert-mode"), o.WebhookCertMode, []string{"files", "secret"}))
+	}
+	if o.WebhookURL != "" {
+		if u, err := url.Parse(o.WebhookURL); err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			errs = append(errs, field.Invalid(field.NewPath("webhook-url"), o.WebhookURL, "must be https://host[:port] without a path"))
+		}
+	}
+	if o.ColocationWebhookConfiguration != "" {
+		if o.WebhookURL == "" && (o.WebhookService == "" || o.WebhookNamespace == "") {
+			errs = append(errs, field.Required(field.NewPath("webhook-url"), "--webhook-url, or --webhook-service with --webhook-namespace, is needed with --colocation-webhook-configuration"))
+		}
+	}
+	if p := o.ColocationWebhookFailurePolicy; p != "Fail" && p != "Ignore" {
+		errs = append(errs, field.NotSupported(field.NewPath("colocation-webhook-failure-policy"), p, []string{"Fail", "Ignore"}))
+	}
+	if t := o.ColocationWebhookTimeout; t < time.Second || t > 30*time.Second {
+		errs = append(errs, field.Invalid(field.NewPath("colocation-webhook-timeout"), t.String(), "must be within 1s-30s"))
+	}
+	for i, c := range o.CABundleConfigurations {
+		if _, err := configuration.ParseTarget(c); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("ca-bundle-configurations").Index(i), c, err.Error()))
+		}
+	}
+	return errs
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/component-base/logs"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -25,6 +28,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
 	"github.com/waterline-dev/waterline/pkg/manager/nodemetric"
 	"github.com/waterline-dev/waterline/pkg/manager/tiers"
+	"github.com/waterline-dev/waterline/pkg/manager/webhook/agentscope"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/quota"
 	"github.com/waterline-dev/waterline/pkg/version"
@@ -116,14 +120,20 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := setup(mgr, opts); err != nil {
 		return err
 	}
+	if opts.Webhooks {
+		if err := setupWebhookConfigurations(ctx, mgr, opts); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	ready := healthz.Ping
 	if opts.Webhooks {
-		ready = mgr.GetWebhookServer().StartedChecker()
+		if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return err
+		}
 	}
-	if err := mgr.AddReadyzCheck("ready", ready); err != nil {
+	if err := mgr.AddReadyzCheck("caches", cacheSynced(mgr.GetCache())); err != nil {
 		return err
 	}
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -142,8 +152,20 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 		mgr.GetWebhookServer().Register(profile.Path, &webhook.Admission{Handler: &profile.Handler{
 			Reader:   mgr.GetClient(),
 			Decoder:  admission.NewDecoder(mgr.GetScheme()),
-			FailOpen: opts.ColocationWebhookFailOpen,
+			FailOpen: opts.ColocationWebhookFailOpen || opts.ColocationWebhookFailurePolicy == "Ignore",
 		}})
+		// Start the informers the handler reads before the first request,
+		// so readiness waits for them instead of the first admission.
+		for _, obj := range []client.Object{&corev1.Namespace{}, &schedulingv1.PriorityClass{}, &v1alpha1.ColocationPolicy{}} {
+			if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
+				return fmt.Errorf("watching %T: %w", obj, err)
+			}
+		}
+		if opts.AgentEvictionWebhook {
+			mgr.GetWebhookServer().Register(agentscope.Path, &webhook.Admission{Handler: &agentscope.Handler{
+				Pods: mgr.GetClient(), Live: mgr.GetAPIReader(),
+			}})
+		}
 		if qc, on := opts.QuotaConfig(); on {
 			// Live reads: a quota created a moment ago must count, or the
 			// pod would be refused wrongly. Only pods of limited classes

@@ -191,6 +191,9 @@ func (e *Executor) Cycle(ctx context.Context, s *agent.Snapshot) error {
 	}
 	now := e.d.Clock.Now()
 	e.measure(s, now)
+	for m, v := range e.nodeUsage {
+		e.metrics.nodeUsage.WithLabelValues(string(m)).Set(float64(v))
+	}
 	if cpu, ok := e.nodeUsage[coreqos.MetricCPU]; ok {
 		e.beWin.add(s.Time, cpu, coreqos.SampleBECPU(e.capacity.CPUMilli, cpu, e.cands), e.window)
 	}
@@ -242,7 +245,9 @@ func (e *Executor) refresh(logger klog.Logger, s *agent.Snapshot) error {
 	e.policy = policyOf(selected)
 	e.bucket.setRate(e.policy.maxPerMinute, e.d.Clock.Now())
 	lines := make([]string, 0, len(wl.Lines))
+	e.metrics.waterlines.Reset()
 	for _, l := range wl.Lines {
+		e.metrics.waterlines.WithLabelValues(string(l.Action), string(l.Metric)).Set(float64(l.Value))
 		lines = append(lines, fmt.Sprintf("%s %s %d (%s)", l.Action, l.Metric, l.Value, l.Source))
 	}
 	logger.V(2).Info("Node waterlines", "nodeQOS", e.policy.sources, "lines", lines, "capacity", capacity,

@@ -22,6 +22,10 @@ type metrics struct {
 	evictions     *prometheus.CounterVec
 	throttledPods prometheus.Gauge
 	forbid        prometheus.Gauge
+	// nodeUsage and waterlines put the node's usage beside its lines
+	// (the operator's dashboard).
+	nodeUsage  *prometheus.GaugeVec
+	waterlines *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,9 +50,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "waterline_agent_qos_forbid_scheduling",
 			Help: "1 while the node is over a forbid-scheduling waterline, else 0.",
 		}),
+		nodeUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "waterline_agent_qos_node_usage",
+			Help: "Node usage the waterlines are compared with, by metric: cpu_usage in millicores, memory_usage in bytes.",
+		}, []string{"metric"}),
+		waterlines: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "waterline_agent_qos_waterline",
+			Help: "The node's waterlines by action and metric, in the metric's unit (cpu_usage in millicores, memory_usage in bytes).",
+		}, []string{"action", "metric"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.throttles, m.restores, m.evictions, m.throttledPods, m.forbid} {
+		for _, c := range []prometheus.Collector{m.throttles, m.restores, m.evictions, m.throttledPods, m.forbid, m.nodeUsage, m.waterlines} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("registering node QoS metrics: %w", err)
 			}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/colocation"
 )
@@ -27,9 +28,9 @@ import (
 // Path is where the manager serves the webhook.
 const Path = "/mutate-v1-pod-colocation-profile"
 
-// The webhook configuration is config/webhook/manifests.yaml, written by
-// hand: it needs a namespaceSelector (markers cannot say one) so that
-// kube-system and Waterline's own namespace never depend on the webhook.
+// The manager writes the webhook configuration itself, one entry per
+// profile (pkg/manager/webhook/configuration), so that only pods a profile
+// selects depend on the webhook.
 //
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
@@ -103,6 +104,11 @@ func (h *Handler) apply(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, *adm
 		return nil, &r
 	}
 	if profile == nil {
+		return nil, nil
+	}
+	if pod.Labels[extension.LabelColocationProfile] == profile.Name && pod.Labels[extension.LabelBand] == profile.Band {
+		// Applied already: the configuration has one entry per profile, and
+		// an earlier entry (or an earlier invocation) got here first.
 		return nil, nil
 	}
 	var class *colocation.PriorityClass

@@ -1,0 +1,58 @@
+package configuration
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+)
+
+func TestWebhooksFollowProfiles(t *testing.T) {
+	c := Colocation{Name: "x", Client: ClientConfig{URL: "https://127.0.0.1:9443"}, Path: "/p", FailurePolicy: "Fail", TimeoutSeconds: 5,
+		ExcludedNamespaces: []string{"waterline-system", "kube-system"}}
+	exclusions := []metav1.LabelSelectorRequirement{
+		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"waterline-system", "kube-system"}},
+		{Key: LabelWebhooks, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"disabled"}},
+	}
+	type entry struct {
+		Name      string
+		Namespace *metav1.LabelSelector
+		Object    *metav1.LabelSelector
+	}
+	for _, tt := range []struct {
+		name     string
+		profiles []v1alpha1.ColocationProfile
+		want     []entry
+	}{
+		{"no profile, no entry", nil, []entry{}},
+		{"selectors carried over", []v1alpha1.ColocationProfile{
+			{Name: "Data Batch", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spark"}}},
+			{Name: "free"},
+		}, []entry{
+			{"data-batch.colocation-profile.waterline.dev", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}, MatchExpressions: exclusions}, &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spark"}}},
+			{"free.colocation-profile.waterline.dev", &metav1.LabelSelector{MatchExpressions: exclusions}, &metav1.LabelSelector{}},
+		}},
+		{"a broken selector widens so the handler can refuse with the reason", []v1alpha1.ColocationProfile{
+			{Name: "bad", Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Maybe"}}}},
+			{Name: "bad"},
+		}, []entry{
+			{"bad.colocation-profile.waterline.dev", &metav1.LabelSelector{MatchExpressions: exclusions}, &metav1.LabelSelector{}},
+			{"profile-1.colocation-profile.waterline.dev", &metav1.LabelSelector{MatchExpressions: exclusions}, &metav1.LabelSelector{}},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := []entry{}
+			for _, w := range c.Webhooks(tt.profiles, []byte("ca")) {
+				got = append(got, entry{w.Name, w.NamespaceSelector, w.ObjectSelector})
+				if *w.ClientConfig.URL != "https://127.0.0.1:9443/p" || string(w.ClientConfig.CABundle) != "ca" {
+					t.Errorf("clientConfig = %+v", w.ClientConfig)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Webhooks() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

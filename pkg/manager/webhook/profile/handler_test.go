@@ -1,0 +1,59 @@
+package profile
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+)
+
+// The configuration has one entry per profile, so a pod two profiles
+// select is sent twice: the second call must leave the first profile's
+// work alone.
+func TestHandlerLeavesAppliedProfileAlone(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"team": "data"}}},
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "waterline-batch"}, Value: 5500},
+		&v1alpha1.ColocationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ColocationPolicySpec{Profiles: []v1alpha1.ColocationProfile{
+			{Name: "first", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}, Band: "batch", PriorityClassName: "waterline-batch"},
+			{Name: "second", Band: "batch", PriorityClassName: "waterline-batch"},
+		}}},
+	).Build()
+	h := &Handler{Reader: reader, Decoder: admission.NewDecoder(scheme)}
+	request := func(pod *corev1.Pod) admission.Request {
+		raw, _ := json.Marshal(pod)
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Namespace: "data", Name: pod.Name,
+			Kind:   metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Object: runtime.RawExtension{Raw: raw},
+		}}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "data"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	first := h.Handle(context.Background(), request(pod))
+	if !first.Allowed || len(first.Patches) == 0 {
+		t.Fatalf("first call: allowed %v, %d patches; want the profile applied", first.Allowed, len(first.Patches))
+	}
+	applied := pod.DeepCopy()
+	applied.Labels = map[string]string{extension.LabelBand: "batch", extension.LabelColocationProfile: "first"}
+	second := h.Handle(context.Background(), request(applied))
+	if !second.Allowed || len(second.Patches) != 0 {
+		t.Errorf("second call on the applied pod: allowed %v, patches %v; want it admitted unchanged", second.Allowed, second.Patches)
+	}
+}
