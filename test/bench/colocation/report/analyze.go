@@ -111,7 +111,7 @@ type Row struct {
 	// BatchUnits is the median over rounds; BatchShare the median of the
 	// units as a share of the same round's batch-alone units (what the
 	// node gives Batch when Prod wants nothing).
-	BatchUnits int64   `json:"batchUnits"`
+	BatchUnits int64 `json:"batchUnits"`
 	BatchShare Num   `json:"batchShare"`
 	// ProdCores and BatchCores are mean CPU use over the runs.
 	ProdCores  float64 `json:"prodCores"`
@@ -122,7 +122,7 @@ type Row struct {
 	// OverAction is the median ratio of observed drop to gap over the
 	// measured cycles (NaN with none); OverActionCycles counts them.
 	OverAction       Num `json:"overAction"`
-	OverActionCycles int     `json:"overActionCycles"`
+	OverActionCycles int `json:"overActionCycles"`
 }
 
 // Summarize computes the table: one row per scenario and load that ran,

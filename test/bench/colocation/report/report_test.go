@@ -264,7 +264,7 @@ func TestReportRendersInChromium(t *testing.T) {
 	}
 	cs := charts(res)
 	shot := filepath.Join(dir, "shot.png")
-	height := ChartRect(len(cs)-1)[3] + 40
+	height := ChartRect(len(cs) - 1)[3] + 40
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin,

@@ -40,9 +40,9 @@ const (
 type Results struct {
 	// Command that produced them, and whether it was a smoke run (too
 	// short to quote).
-	Command string `json:"command"`
-	Smoke   bool   `json:"smoke"`
-	Machine Machine `json:"machine"`
+	Command string    `json:"command"`
+	Smoke   bool      `json:"smoke"`
+	Machine Machine   `json:"machine"`
 	Started time.Time `json:"started"`
 	// Loads are the offered Prod loads by shape.
 	Loads map[string][]loadgen.Phase `json:"loads"`
@@ -54,11 +54,11 @@ type Results struct {
 
 // Machine is where the benchmark ran.
 type Machine struct {
-	Hostname string  `json:"hostname"`
-	CPUs     int     `json:"cpus"`
-	Kernel   string  `json:"kernel"`
-	CPUModel string  `json:"cpuModel"`
-	Cgroup   string  `json:"cgroup"`
+	Hostname string `json:"hostname"`
+	CPUs     int    `json:"cpus"`
+	Kernel   string `json:"kernel"`
+	CPUModel string `json:"cpuModel"`
+	Cgroup   string `json:"cgroup"`
 	// UptimeBefore and UptimeAfter are `uptime` lines: the machine's load
 	// average, other work on it included.
 	UptimeBefore string `json:"uptimeBefore"`
@@ -67,9 +67,9 @@ type Machine struct {
 
 // Run is one scenario under one load shape, one round.
 type Run struct {
-	Scenario string `json:"scenario"`
-	Load     string `json:"load"`
-	Round    int    `json:"round"`
+	Scenario string    `json:"scenario"`
+	Load     string    `json:"load"`
+	Round    int       `json:"round"`
 	Start    time.Time `json:"start"`
 	// Prod is the load generator's result; nil in BatchAlone.
 	Prod *loadgen.Result `json:"prod,omitempty"`
@@ -85,13 +85,18 @@ type Run struct {
 	Effects []Effect `json:"effects,omitempty"`
 }
 
-// Sample is the node's CPU use over one sampling interval, in cores.
+// Sample is CPU use over one sampling interval, in cores.
 type Sample struct {
 	// T is seconds since the run's start (end of the interval).
-	T     float64 `json:"t"`
+	T float64 `json:"t"`
+	// Node is the node's pods (kubelet's cgroup root); Prod the Prod
+	// pod's cgroup; Batch the Batch pods' cgroups.
 	Node  float64 `json:"node"`
 	Prod  float64 `json:"prod"`
 	Batch float64 `json:"batch"`
+	// Machine is the whole machine's busy CPU (/proc/stat): the node, the
+	// load generator, the control plane and anything else running.
+	Machine float64 `json:"machine"`
 }
 
 // ProgressPoint is the Batch pods' summed units at T seconds.
