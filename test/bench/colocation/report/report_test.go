@@ -51,7 +51,7 @@ func testResults() *Results {
 		Machine: Machine{CPUs: 2, Kernel: "6.18", CPUModel: "test", Cgroup: "v1", UptimeBefore: "load average: 1.00", UptimeAfter: "load average: 1.10"},
 		Prod:    "colobench serve --cpu 1ms", Batch: "2 cpu burners"}
 	slow := map[string]float64{Alone: 1, Kubernetes: 3, Waterline: 1.2, WaterlineNoThrottle: 2}
-	batchCores := map[string]float64{Alone: 0, Kubernetes: 1.3, Waterline: 1.0, WaterlineNoThrottle: 1.2, BatchAlone: 2}
+	batchCores := map[string]float64{Alone: 0, Kubernetes: 1.5, Waterline: 1.0, WaterlineNoThrottle: 1.2, BatchAlone: 2}
 	for round := 1; round <= 2; round++ {
 		for _, load := range []string{Steady, Bursty} {
 			for _, sc := range []string{Alone, Kubernetes, Waterline, WaterlineNoThrottle, BatchAlone} {
@@ -178,8 +178,8 @@ func TestSummarize(t *testing.T) {
 	want := []brief{
 		{Alone, Steady, 2, 1, nan, 0, nan, 0},
 		{Alone, Bursty, 2, 1, nan, 0, nan, 0},
-		{Kubernetes, Steady, 2, 3, 0.65, 0, nan, 0},
-		{Kubernetes, Bursty, 2, 3, 0.65, 0, nan, 0},
+		{Kubernetes, Steady, 2, 3, 0.75, 0, nan, 0},
+		{Kubernetes, Bursty, 2, 3, 0.75, 0, nan, 0},
 		// 1.0 core for 10 s then 0.7 for 20 s: 0.8 of the 2 cores alone.
 		{Waterline, Steady, 2, 1.2, 0.4, 4, 1, 2},
 		{Waterline, Bursty, 2, 1.2, 0.4, 4, 1, 2},
@@ -197,9 +197,9 @@ func TestCalibrate(t *testing.T) {
 	if cal.NodeCPUs != 2 || len(cal.Points) != 3*2*30 {
 		t.Fatalf("%d CPUs, %d points; want 2 and 180 (3 scenarios × 2 rounds × 30 windows)", cal.NodeCPUs, len(cal.Points))
 	}
-	// Batch at 1.3 cores (Kubernetes) is the 3× slowdown bin.
+	// Batch at 1.5 cores (Kubernetes) is the 3× slowdown bin.
 	for _, b := range cal.Bins {
-		if b.Lo <= 1.3 && 1.3 < b.Hi && math.Abs(b.MedianRatio-3) > 0.3 {
+		if b.Lo <= 1.5 && 1.5 < b.Hi && math.Abs(b.MedianRatio-3) > 0.3 {
 			t.Errorf("bin [%v, %v): median ratio %v, want about 3", b.Lo, b.Hi, b.MedianRatio)
 		}
 	}

@@ -93,7 +93,7 @@ func (p *plot) svg() string {
 	if p.nines {
 		yMax = maxNines
 	} else {
-		yMax = niceCeil(yMax)
+		yMax = niceCeil(yMax * 1.05)
 	}
 	X := func(v float64) float64 { return marginLeft + (tx(v)-xMin)/(xMax-xMin)*plotW }
 	Y := func(v float64) float64 { return marginTop + plotH - ty(v)/yMax*plotH }
