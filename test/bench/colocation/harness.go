@@ -176,7 +176,7 @@ func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load str
 	batch := &batchSet{env: env, plan: plan, scenario: scenario, dir: dir, id: id}
 	if scenario != report.Alone {
 		for i := range plan.Batch {
-			if err := batch.create(i); err != nil {
+			if err := batch.create(i, false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -302,7 +302,7 @@ type batchSet struct {
 	slots map[string]int
 }
 
-func (b *batchSet) create(slot int) error {
+func (b *batchSet) create(slot int, replacement bool) error {
 	b.mu.Lock()
 	name := fmt.Sprintf("batch-%d-%d-%d", b.id, slot, b.made)
 	b.made++
@@ -311,34 +311,48 @@ func (b *batchSet) create(slot int) error {
 	}
 	b.slots[name] = slot
 	b.mu.Unlock()
-	bp := b.plan.Batch[slot]
+	p := batchPodSpec(b.env, b.plan, b.scenario, b.dir, name, slot)
+	if replacement && waterlineScenarios[b.scenario] {
+		// Through waterline-scheduler, whose LoadAware refuses the node
+		// while the agent reports forbid-scheduling.
+		p.Spec.NodeName = ""
+		p.Spec.SchedulerName = "waterline-scheduler"
+	}
+	if _, err := b.env.Kube.CoreV1().Pods(b.env.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Batch pod %s: %w", name, err)
+	}
+	return nil
+}
+
+// batchPodSpec is a Batch burner pod: BestEffort, host network, its
+// progress file in dir (hostPath). Under Waterline it is in the Batch
+// band (the waterline-batch PriorityClass and the band label: what the
+// colocation profile would give it); under plain Kubernetes it has no
+// priority. The first pods of a run are bound to the node directly, as
+// if placed before the run.
+func batchPodSpec(env Env, plan Plan, scenario, dir, name string, slot int) *corev1.Pod {
+	bp := plan.Batch[slot]
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.env.Namespace, Labels: map[string]string{labelRole: "batch"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace, Labels: map[string]string{labelRole: "batch"}},
 		Spec: corev1.PodSpec{
-			HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: ptr.To[int64](2),
+			NodeName: env.Node.Name, HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: ptr.To[int64](2),
 			Containers: []corev1.Container{{
-				Name: "burn", Image: b.env.Image, ImagePullPolicy: corev1.PullNever,
-				Command: command(b.env, "burn", "--kind", bp.Kind, "--threads", strconv.Itoa(bp.Threads),
+				Name: "burn", Image: env.Image, ImagePullPolicy: corev1.PullNever,
+				Command: command(env, "burn", "--kind", bp.Kind, "--threads", strconv.Itoa(bp.Threads),
 					"--progress", "/progress/"+name+".jsonl", "--interval", "500ms", "--name", name),
 				Env:          []corev1.EnvVar{{Name: "GOMAXPROCS", Value: strconv.Itoa(bp.Threads + 1)}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "progress", MountPath: "/progress"}},
 			}},
 			Volumes: []corev1.Volume{{Name: "progress", VolumeSource: corev1.VolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: b.dir, Type: ptr.To(corev1.HostPathDirectory)}}}},
+				HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)}}}},
 		},
 	}
-	if waterlineScenarios[b.scenario] {
+	if waterlineScenarios[scenario] {
 		p.Labels[extension.LabelBand] = string(extension.BandBatch)
 		p.Spec.PriorityClassName = "waterline-batch"
-		p.Spec.SchedulerName = "waterline-scheduler"
-	} else {
-		p.Spec.NodeName = b.env.Node.Name
 	}
-	withBinary(b.env, &p.Spec)
-	if _, err := b.env.Kube.CoreV1().Pods(b.env.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating Batch pod %s: %w", name, err)
-	}
-	return nil
+	withBinary(env, &p.Spec)
+	return p
 }
 
 func createPod(t testing.TB, env Env, p *corev1.Pod) *corev1.Pod {
@@ -563,7 +577,7 @@ func watchActions(ctx context.Context, env Env, batch *batchSet, start time.Time
 				// A failed replacement leaves the run one Batch pod short,
 				// which its progress shows.
 				if isBatch {
-					go func() { _ = batch.create(slot) }()
+					go func() { _ = batch.create(slot, true) }()
 				}
 			}
 		}
