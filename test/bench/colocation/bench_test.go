@@ -2,6 +2,7 @@ package colocation
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -246,6 +247,34 @@ func TestColocation(t *testing.T) {
 	qos, qosSource := chartNodeQOS(t)
 	t.Logf("Waterline NodeQOS from %s, acting", qosSource)
 
+	// Where the agent reads node usage: the node's pods only (default; the
+	// machine is shared with other work) or the whole machine's /proc.
+	usage := os.Getenv("COLOBENCH_NODE_USAGE")
+	var procRoot string
+	switch usage {
+	case "", "pods":
+		usage = "pods"
+		cpu, err := NewCPUReader(node.CgroupMount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		np, err := NewNodeProc(t.TempDir(), cpu, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			if err := np.Run(t.Context(), 200*time.Millisecond); err != nil {
+				t.Errorf("Node proc: %v", err)
+			}
+		}()
+		procRoot = np.Dir
+	case "machine":
+	default:
+		t.Fatalf("COLOBENCH_NODE_USAGE=%q: want pods or machine", usage)
+	}
+	waterlineDesc := fmt.Sprintf("agent process for the node, NodeQOS from %s with dryRun false (waterline-nothrottle: without throttlePercent); node usage the agent sees: %s",
+		qosSource, map[string]string{"pods": "the node's pods only (kubepods cgroup as /proc/stat)", "machine": "the whole machine's /proc/stat"}[usage])
+
 	startWaterline := func(t testing.TB, scenario string) func() {
 		spec := *qos.DeepCopy()
 		if scenario == report.WaterlineNoThrottle {
@@ -256,7 +285,7 @@ func TestColocation(t *testing.T) {
 		if _, err := c.Waterline.WaterlineV1alpha1().NodeQOSs().Create(context.Background(), nq, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("Creating NodeQOS for %s: %v", scenario, err)
 		}
-		agent := c.StartAgent(t, testutil.AgentOptions{NodeName: node.Name, KubeletCgroupRoot: node.CgroupRoot})
+		agent := c.StartAgent(t, testutil.AgentOptions{NodeName: node.Name, KubeletCgroupRoot: node.CgroupRoot, ProcRoot: procRoot})
 		return func() {
 			agent.Stop()
 			if err := c.Waterline.WaterlineV1alpha1().NodeQOSs().Delete(context.Background(), "colobench", metav1.DeleteOptions{}); err != nil {
@@ -291,7 +320,7 @@ func TestColocation(t *testing.T) {
 	env := Env{Kube: c.Kube, Node: node, Namespace: ns, Image: busyboxImage, BinaryDir: binDir, Colobench: bin, HostDir: hostDir, StartWaterline: startWaterline}
 	res := Run(t, env, plan)
 	m.UptimeAfter = uptime()
-	res.Machine, res.Command, res.Smoke = m, command, !full
+	res.Machine, res.Command, res.Smoke, res.Waterline = m, command, !full, waterlineDesc
 	index, err := report.WriteDir(out, res)
 	if err != nil {
 		t.Fatal(err)

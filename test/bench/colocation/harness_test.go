@@ -176,3 +176,47 @@ func burnIn(dir string, d time.Duration) error {
 	}
 	return nil
 }
+
+// TestNodeProcCountsOnlyThePods: the proc directory the agent reads says
+// the node's pods' CPU (a cgroup standing in for kubepods, with a 300 ms
+// burner in it) and nothing of the rest of the machine.
+func TestNodeProcCountsOnlyThePods(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPING the real cgroup test: creating a cgroup needs root")
+	}
+	r, err := NewCPUReader("/sys/fs/cgroup")
+	if err != nil || r.v2 {
+		t.Skipf("SKIPPING: the test builds a cgroup v1 cpuacct tree (%v)", err)
+	}
+	root := "/colobench-nodeproc-test"
+	kubepods := filepath.Join(r.Mount, "cpuacct", root, "kubepods")
+	if err := os.MkdirAll(kubepods, 0o755); err != nil {
+		t.Skipf("SKIPPING the real cgroup test: %v", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(kubepods); _ = os.Remove(filepath.Dir(kubepods)) })
+	p, err := NewNodeProc(t.TempDir(), r, Node{CgroupRoot: root, CgroupMount: r.Mount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy0, _, err := MachineBusy(filepath.Join(p.Dir, "stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := burnIn(kubepods, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(); err != nil {
+		t.Fatal(err)
+	}
+	busy1, _, err := MachineBusy(filepath.Join(p.Dir, "stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 300 ms = 30 jiffies; the machine's other work is not counted.
+	if d := busy1 - busy0; d < 25 || d > 60 {
+		t.Errorf("the node's busy CPU grew by %d jiffies over a 300 ms burner, want about 30", d)
+	}
+	if total, err := memTotal(filepath.Join(p.Dir, "meminfo")); err != nil || total == 0 {
+		t.Errorf("meminfo MemTotal %d: %v", total, err)
+	}
+}

@@ -200,6 +200,7 @@ th:first-child, td:first-child { text-align: left; }
 <div>Machine: {{.R.Machine.CPUs}} CPUs {{.R.Machine.CPUModel}}, kernel {{.R.Machine.Kernel}}, {{.R.Machine.Cgroup}}</div>
 <div>Load before: <code>{{.R.Machine.UptimeBefore}}</code>; after: <code>{{.R.Machine.UptimeAfter}}</code></div>
 <div>Prod: {{.R.Prod}}. Batch: {{.R.Batch}}.</div>
+<div>Waterline: {{.R.Waterline}}.</div>
 </div>
 {{range $i, $c := .Charts}}<div class="abs" style="top: {{index $.Tops $i}}px">{{$c}}</div>
 {{end}}

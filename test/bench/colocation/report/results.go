@@ -49,7 +49,10 @@ type Results struct {
 	// Prod describes the Prod pod; Batch the Batch pods.
 	Prod  string `json:"prod"`
 	Batch string `json:"batch"`
-	Runs  []Run  `json:"runs"`
+	// Waterline says what the Waterline scenarios ran: the NodeQOS and
+	// where the agent read node usage from.
+	Waterline string `json:"waterline"`
+	Runs      []Run  `json:"runs"`
 }
 
 // Machine is where the benchmark ran.
