@@ -327,6 +327,14 @@ func TestColocation(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
 	t.Logf("Report: %s\nMachine load before: %s\nafter: %s\n%s", index, m.UptimeBefore, m.UptimeAfter, md)
+	if os.Getenv("COLOBENCH_README") == "1" {
+		if !full {
+			t.Fatal("COLOBENCH_README=1 needs the full run (make bench-colocation): a smoke run is not a result")
+		}
+		if err := updateREADME(filepath.Join(testutil.RepoRoot(), "README.md"), res, string(md)); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// What the smoke run proves: every scenario ran and measured.
 	for _, r := range res.Runs {
@@ -342,4 +350,28 @@ func TestColocation(t *testing.T) {
 			t.Errorf("%s/%s round %d: no cgroup sample", r.Scenario, r.Load, r.Round)
 		}
 	}
+}
+
+const (
+	readmeBegin = "<!-- bench-colocation:begin -->"
+	readmeEnd   = "<!-- bench-colocation:end -->"
+)
+
+// updateREADME replaces the README's benchmark block with this run's
+// table, its command and its machine.
+func updateREADME(path string, res *report.Results, table string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, readmeBegin), strings.Index(s, readmeEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %s ... %s block", path, readmeBegin, readmeEnd)
+	}
+	m := res.Machine
+	block := fmt.Sprintf("%s\n`%s`, %s. %d CPUs (%s), kernel %s, %s. Load: `%s` before, `%s` after.\nProd: %s. Batch: %s. Waterline: %s.\n\n%s%s",
+		readmeBegin, res.Command, res.Started.UTC().Format("2006-01-02"), m.CPUs, m.CPUModel, m.Kernel, m.Cgroup, m.UptimeBefore, m.UptimeAfter,
+		res.Prod, res.Batch, res.Waterline, table, readmeEnd)
+	return os.WriteFile(path, []byte(s[:i]+block+s[j+len(readmeEnd):]), 0o644)
 }
