@@ -313,7 +313,7 @@ func TestColocation(t *testing.T) {
 	} else {
 		plan.Loads = map[string][]loadgen.Phase{report.Steady: {{Duration: envDuration(t, "COLOBENCH_DURATION", 6*time.Second), Rate: rate / 2}}}
 		if out == "" {
-			out = t.TempDir()
+			out = filepath.Join(testutil.RepoRoot(), "_output", "bench-colocation-smoke")
 		}
 	}
 	m := machine()

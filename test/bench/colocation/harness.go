@@ -156,7 +156,11 @@ func logf(plan Plan, format string, args ...any) {
 // watching the agent's Events, then everything off again.
 func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load string, phases []loadgen.Phase, round, id int) report.Run {
 	t.Helper()
-	logf(plan, "Round %d: %s, %s load", round, scenario, load)
+	if load == "" {
+		logf(plan, "Round %d: %s", round, scenario)
+	} else {
+		logf(plan, "Round %d: %s, %s load", round, scenario, load)
+	}
 	ctx := t.Context()
 	run := report.Run{Scenario: scenario, Load: load, Round: round}
 	dir := filepath.Join(env.HostDir, fmt.Sprintf("run-%02d-%s-%s", id, scenario, load))
