@@ -51,9 +51,10 @@ type Env struct {
 	Node Node
 	// Namespace for the benchmark's pods (created by the caller).
 	Namespace string
-	// Image is the pods' image; BinaryDir, when set, is a host directory
+	// Image is the pods' image: one with colobench at ImageBinary, or any
+	// image (the busybox test image) with BinaryDir set, a host directory
 	// holding a static colobench binary, mounted into the pods at
-	// /colobench (for an image without it, e.g. the busybox test image).
+	// /colobench.
 	Image     string
 	BinaryDir string
 	// Colobench is the colobench binary the load generator runs from,
@@ -244,8 +245,12 @@ const (
 	labelRole = "colobench.waterline.dev/role"
 )
 
+// ImageBinary is where an image made for the benchmark (see README)
+// holds colobench.
+const ImageBinary = "/usr/local/bin/colobench"
+
 func command(env Env, args ...string) []string {
-	bin := "/usr/local/bin/waterline"
+	bin := ImageBinary
 	if env.BinaryDir != "" {
 		bin = "/colobench/colobench"
 	}
