@@ -42,28 +42,47 @@ var DefaultOverActionWindows = OverActionWindows{Before: 3, Settle: 2, After: 3}
 // the drop of CPU use around them against the gap the planner meant to
 // close. The ratio is taken on the Batch pods' cgroups: the node's drop
 // (also reported) mixes in whatever Prod's load did meanwhile. A cycle
-// without a parsed gap, or without samples on both sides, is left out.
+// without a parsed gap, without samples on both sides, or with another
+// action of the agent inside its windows (whose effect would mix in) is
+// left out.
 func MeasureOverAction(samples []Sample, actions []Action, w OverActionWindows) []Effect {
 	acts := append([]Action(nil), actions...)
 	sort.SliceStable(acts, func(i, j int) bool { return acts[i].T < acts[j].T })
-	var out []Effect
+	type cycle struct {
+		e    Effect
+		last float64
+	}
+	var cycles []cycle
 	for i := 0; i < len(acts); {
 		a := acts[i]
 		j := i + 1
-		e := Effect{T: a.T, Kind: a.Kind, Pods: 1, GapMilli: a.GapMilli, BookedMilli: a.ReleaseMilli}
+		c := cycle{e: Effect{T: a.T, Kind: a.Kind, Pods: 1, GapMilli: a.GapMilli, BookedMilli: a.ReleaseMilli}, last: a.T}
 		for j < len(acts) && acts[j].Kind == a.Kind && acts[j].T-a.T < 1 {
-			e.Pods++
-			e.GapMilli = max(e.GapMilli, acts[j].GapMilli)
-			e.BookedMilli += acts[j].ReleaseMilli
+			c.e.Pods++
+			c.e.GapMilli = max(c.e.GapMilli, acts[j].GapMilli)
+			c.e.BookedMilli += acts[j].ReleaseMilli
+			c.last = acts[j].T
 			j++
 		}
-		last := acts[j-1].T
+		cycles = append(cycles, c)
 		i = j
-		if (a.Kind != ActionThrottle && a.Kind != ActionEvict) || e.GapMilli <= 0 {
+	}
+	var out []Effect
+	for k, c := range cycles {
+		e := c.e
+		if (e.Kind != ActionThrottle && e.Kind != ActionEvict) || e.GapMilli <= 0 {
 			continue
 		}
-		before, nb := meanUse(samples, a.T-w.Before, a.T)
-		after, na := meanUse(samples, last+w.Settle, last+w.Settle+w.After)
+		// Another action (a further throttle, a restore, an eviction)
+		// before the after-window ends would be measured with this one.
+		if k+1 < len(cycles) && cycles[k+1].e.T <= c.last+w.Settle+w.After {
+			continue
+		}
+		if k > 0 && cycles[k-1].last > e.T-w.Before {
+			continue
+		}
+		before, nb := meanUse(samples, e.T-w.Before, e.T)
+		after, na := meanUse(samples, c.last+w.Settle, c.last+w.Settle+w.After)
 		if nb == 0 || na == 0 {
 			continue
 		}

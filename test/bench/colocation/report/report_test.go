@@ -147,6 +147,10 @@ func TestMeasureOverAction(t *testing.T) {
 			[]Effect{{T: 10, Kind: ActionEvict, Pods: 1, GapMilli: 300, BookedMilli: 450, ObservedMilli: 600, NodeDropMilli: 400, Ratio: 2}}},
 		{"restores and actions without a gap are not measured", flat(0),
 			[]Action{{T: 10, Kind: ActionRestore}, {T: 12, Kind: ActionThrottle}}, nil},
+		{"two cycles 2 s apart, inside each other's windows: neither measured", flat(0.3),
+			[]Action{{T: 8, Kind: ActionThrottle, GapMilli: 100}, {T: 10, Kind: ActionThrottle, GapMilli: 300}}, nil},
+		{"a restore right after the throttle", flat(0.3),
+			[]Action{{T: 10, Kind: ActionThrottle, GapMilli: 300}, {T: 13, Kind: ActionRestore}}, nil},
 		{"no samples after the action", flat(0.3)[:10],
 			[]Action{{T: 10, Kind: ActionThrottle, GapMilli: 300}}, nil},
 	} {
