@@ -287,6 +287,14 @@ func TestColocation(t *testing.T) {
 		}
 		agent := c.StartAgent(t, testutil.AgentOptions{NodeName: node.Name, KubeletCgroupRoot: node.CgroupRoot, ProcRoot: procRoot})
 		return func() {
+			// The Waterline scenarios measured a live agent: it reported
+			// its node.
+			nm, err := c.Waterline.WaterlineV1alpha1().NodeMetrics().Get(context.Background(), node.Name, metav1.GetOptions{})
+			if err != nil || nm.Status.UpdateTime == nil {
+				t.Errorf("%s: the agent never reported the node's NodeMetric (%v)", scenario, err)
+			} else {
+				t.Logf("  agent's NodeMetric: node usage %v, conditions %s", nm.Status.NodeMetric.NodeUsage, conditions(nm.Status.Conditions))
+			}
 			agent.Stop()
 			if err := c.Waterline.WaterlineV1alpha1().NodeQOSs().Delete(context.Background(), "colobench", metav1.DeleteOptions{}); err != nil {
 				t.Errorf("Deleting NodeQOS: %v", err)
@@ -374,4 +382,12 @@ func updateREADME(path string, res *report.Results, table string) error {
 		readmeBegin, res.Command, res.Started.UTC().Format("2006-01-02"), m.CPUs, m.CPUModel, m.Kernel, m.Cgroup, m.UptimeBefore, m.UptimeAfter,
 		res.Prod, res.Batch, res.Waterline, table, readmeEnd)
 	return os.WriteFile(path, []byte(s[:i]+block+s[j+len(readmeEnd):]), 0o644)
+}
+
+func conditions(cs []metav1.Condition) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, c.Type+"="+string(c.Status))
+	}
+	return strings.Join(parts, ",")
 }
