@@ -65,6 +65,9 @@ func skipUnlessRealNode(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(testutil.BinDir(), "kubelet")); err != nil {
 		t.Skipf("SKIPPING the colocation benchmark: no bin/kubelet (make tools builds it)")
 	}
+	if _, ok := reflect.TypeOf(&testutil.Cluster{}).MethodByName("StartRealNode"); !ok {
+		t.Skip("SKIPPING the colocation benchmark: test/util has no real node (Cluster.StartRealNode) in this tree")
+	}
 }
 
 // buildColobench builds the static colobench binary into a directory of

@@ -85,7 +85,8 @@ type Window struct {
 	Offered int64 `json:"offered"`
 	OK      int64 `json:"ok"`
 	Errors  int64 `json:"errors"`
-	// P50, P99 and Max latency of the window's OK requests, ns.
+	// P50, P99 and Max latency of the window's OK and timed-out
+	// requests, ns.
 	P50 int64 `json:"p50"`
 	P99 int64 `json:"p99"`
 	Max int64 `json:"max"`
@@ -110,7 +111,8 @@ type Result struct {
 	OfferedRate  float64 `json:"offeredRate"`
 	AchievedRate float64 `json:"achievedRate"`
 	// Latency is from the intended send time to the answer's last byte,
-	// OK requests only.
+	// of the OK requests and of the timed-out ones (at the time they were
+	// given up: a lower bound, their user waited at least that long).
 	Latency        hist.Summary  `json:"latency"`
 	LatencyBuckets hist.Snapshot `json:"latencyBuckets"`
 	// Service is from the moment the request had a connection to the
@@ -153,6 +155,12 @@ func (r *recorder) done(intended, lat, svc time.Duration, kind string) {
 		r.kinds[kind]++
 		if kind == "dropped" {
 			r.dropped++
+		}
+		if kind == kindTimeout {
+			// Its user waited this long at least: leaving it out would make
+			// an overloaded server look fast.
+			r.latency.Record(int64(lat))
+			r.windows[w].Record(int64(lat))
 		}
 		return
 	}
@@ -276,7 +284,7 @@ func (r *recorder) send(client *http.Client, cfg Config, start time.Time, at tim
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		r.done(at, 0, 0, errorKind(err))
+		r.done(at, time.Since(intended), 0, errorKind(err))
 		return
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
@@ -284,7 +292,7 @@ func (r *recorder) send(client *http.Client, cfg Config, start time.Time, at tim
 	end := time.Now()
 	switch {
 	case err != nil:
-		r.done(at, 0, 0, errorKind(err))
+		r.done(at, end.Sub(intended), 0, errorKind(err))
 	case resp.StatusCode != http.StatusOK:
 		r.done(at, 0, 0, fmt.Sprintf("status %d", resp.StatusCode))
 	default:
@@ -295,11 +303,13 @@ func (r *recorder) send(client *http.Client, cfg Config, start time.Time, at tim
 	}
 }
 
+const kindTimeout = "timeout"
+
 func errorKind(err error) string {
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
+		return kindTimeout
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	}

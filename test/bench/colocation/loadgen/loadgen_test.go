@@ -188,6 +188,11 @@ func TestBoundedAgainstAStuckServer(t *testing.T) {
 	if res.ErrorKinds["timeout"] == 0 || res.Dropped == 0 || res.ErrorKinds["dropped"] != res.Dropped {
 		t.Errorf("error kinds %v, dropped %d: want timeouts and drops beyond 10 in flight", res.ErrorKinds, res.Dropped)
 	}
+	// Timed-out requests count in the latency at their timeout: a stuck
+	// server must not look fast.
+	if res.Latency.Count != res.ErrorKinds["timeout"] || res.Latency.P50 < int64(200*time.Millisecond) {
+		t.Errorf("latency %+v: want the %d timeouts in it, at 200ms or more", res.Latency, res.ErrorKinds["timeout"])
+	}
 }
 
 func TestErrorsCounted(t *testing.T) {

@@ -212,12 +212,14 @@ func Summarize(r *Results) []Row {
 					over = append(over, e.Ratio)
 				}
 			}
-			row.P99, row.P999 = int64(median(p99s)), int64(median(p999s))
 			if len(p99s) > 0 {
+				row.P99, row.P999 = int64(median(p99s)), int64(median(p999s))
 				row.P99Range = [2]int64{int64(minOf(p99s)), int64(maxOf(p99s))}
 			}
 			row.P99Ratio, row.P999Ratio = Num(median(r99)), Num(median(r999))
-			row.BatchUnits = int64(median(units))
+			if len(units) > 0 {
+				row.BatchUnits = int64(median(units))
+			}
 			row.BatchShare = Num(median(shares))
 			if nsamples > 0 {
 				row.ProdCores, row.BatchCores = prod/float64(nsamples), batch/float64(nsamples)

@@ -18,7 +18,7 @@ import (
 const (
 	PageWidth  = ChartWidth + 2*pageMargin
 	pageMargin = 20
-	headerH    = 150
+	headerH    = 200
 	chartGap   = 24
 )
 
@@ -187,9 +187,9 @@ func over(r Row) string {
 var page = template.Must(template.New("page").Funcs(template.FuncMap{"ms": ms, "ratio": ratio}).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Waterline colocation benchmark</title>
 <style>
-body { margin: 0; font-family: sans-serif; font-size: 14px; background: #ffffff; width: {{.Width}}px; }
+body { margin: 0; font-family: sans-serif; font-size: 13px; background: #ffffff; width: {{.Width}}px; }
 .abs { position: absolute; left: {{.Margin}}px; }
-table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
+table { border-collapse: collapse; font-size: 12px; } td, th { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 .smoke { color: #b00; font-weight: bold; }
 </style></head><body>

@@ -239,7 +239,7 @@ func TestWriteDir(t *testing.T) {
 		t.Errorf("read back %d runs, %d rows, alone's batch share %v; want 18, 9, null", len(back.Runs), len(back.Summary), back.Summary[0].BatchShare)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
-	if !strings.Contains(string(md), "| kubernetes | steady | 2 |") {
+	if !strings.Contains(string(md), "| kubernetes | steady | 2 |") || !strings.Contains(string(md), "| batch-alone | - | 2 | - (-) | - (-) | - |") {
 		t.Errorf("summary.md:\n%s", md)
 	}
 }
