@@ -224,6 +224,7 @@ func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load str
 	}
 	stopSampling()
 	wg.Wait()
+	batch.replacing.Wait()
 	end := start.Add(total)
 	run.Samples, run.Actions = samples, actions
 	run.Progress, run.BatchUnits = progressOf(t, dir, start, end, plan.SampleInterval)
@@ -307,6 +308,9 @@ type batchSet struct {
 	id       int
 	mu       sync.Mutex
 	made     int
+	// replacing tracks replacement creations in flight, so a run ends
+	// only once they are done and its pods can all be deleted.
+	replacing sync.WaitGroup
 	// slot of each pod name, for replacing it.
 	slots map[string]int
 }
@@ -586,7 +590,11 @@ func watchActions(ctx context.Context, env Env, batch *batchSet, start time.Time
 				// A failed replacement leaves the run one Batch pod short,
 				// which its progress shows.
 				if isBatch {
-					go func() { _ = batch.create(slot, true) }()
+					batch.replacing.Add(1)
+					go func() {
+						defer batch.replacing.Done()
+						_ = batch.create(slot, true)
+					}()
 				}
 			}
 		}
