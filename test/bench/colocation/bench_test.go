@@ -78,7 +78,7 @@ func buildColobench(t *testing.T) (dir, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func createPriorityClasses(t *testing.T, c *testutil.Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
 	for {
 		var pc schedulingv1.PriorityClass
@@ -231,7 +231,7 @@ func TestColocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(hostDir) })
+	t.Cleanup(func() { _ = os.RemoveAll(hostDir) })
 	if err := os.Chmod(hostDir, 0o777); err != nil {
 		t.Fatal(err)
 	}

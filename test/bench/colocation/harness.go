@@ -417,7 +417,7 @@ func waitHTTP(t testing.TB, url string, timeout time.Duration) {
 	for {
 		resp, err := http.Get(url)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return
 			}

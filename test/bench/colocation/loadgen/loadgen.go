@@ -288,7 +288,7 @@ func (r *recorder) send(client *http.Client, cfg Config, start time.Time, at tim
 		return
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	end := time.Now()
 	switch {
 	case err != nil:

@@ -283,7 +283,7 @@ func TestReportRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium wrote no screenshot: %v\n%s", err, out)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	img, err := png.Decode(f)
 	if err != nil {
 		t.Fatal(err)

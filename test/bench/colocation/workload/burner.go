@@ -91,7 +91,7 @@ func RunBurner(ctx context.Context, cfg BurnerConfig) (int64, error) {
 		if f, err = os.OpenFile(cfg.Progress, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 			return 0, fmt.Errorf("opening the progress file: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 	}
 	var units atomic.Int64
 	write := func(final bool) error {

@@ -62,9 +62,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/healthz":
-		fmt.Fprintln(w, "ok")
+		_, _ = fmt.Fprintln(w, "ok")
 	case "/stats":
-		fmt.Fprintf(w, "requests %d cpu_ns %d\n", s.requests.Load(), s.cpuNanos.Load())
+		_, _ = fmt.Fprintf(w, "requests %d cpu_ns %d\n", s.requests.Load(), s.cpuNanos.Load())
 	case "/work":
 		cfg := s.cfg
 		q := r.URL.Query()
@@ -91,7 +91,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		used, steps, sink := s.burn(cfg)
 		s.requests.Add(1)
 		s.cpuNanos.Add(int64(used))
-		fmt.Fprintf(w, "ok %d %d %d\n", used.Nanoseconds(), steps, sink&0xff)
+		_, _ = fmt.Fprintf(w, "ok %d %d %d\n", used.Nanoseconds(), steps, sink&0xff)
 	default:
 		http.NotFound(w, r)
 	}

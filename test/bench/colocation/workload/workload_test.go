@@ -37,7 +37,7 @@ func TestRequestsCostTheirCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: %s %s", path, resp.Status, b)
@@ -77,7 +77,7 @@ func TestRequestsCostTheirCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), want) {
 			t.Errorf("GET %s: %s %q, want 400 naming %q", path, resp.Status, b, want)
 		}
