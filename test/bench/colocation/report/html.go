@@ -132,11 +132,26 @@ func Markdown(rows []Row) string {
 	b.WriteString("| scenario | Prod load | rounds | Prod p99 (× alone) | Prod p99.9 (× alone) | Prod errors | Batch units (share of batch-alone) | Batch CPU (cores) | throttles | evictions | over-action (observed ÷ gap) |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %d | %s (%s) | %s (%s) | %s | %s | %.2f | %d | %d | %s |\n",
-			r.Scenario, dash(r.Load), r.Rounds, ms(r.P99), ratio(r.P99Ratio), ms(r.P999), ratio(r.P999Ratio),
+		fmt.Fprintf(&b, "| %s | %s | %d | %s%s (%s) | %s%s (%s) | %s | %s | %.2f | %d | %d | %s |\n",
+			r.Scenario, dash(r.Load), r.Rounds, atLeast(r), ms(r.P99), ratio(r.P99Ratio), atLeast(r), ms(r.P999), ratio(r.P999Ratio),
 			errs(r), units(r), r.BatchCores, r.Throttles, r.Evictions, over(r))
 	}
+	for _, r := range rows {
+		if r.Errors > 0 {
+			b.WriteString("\n≥: some requests failed or timed out; timed-out ones count at their timeout, failed ones not at all, so the latency is a lower bound.\n")
+			break
+		}
+	}
 	return b.String()
+}
+
+// atLeast marks latencies of runs with errors: timed-out requests count
+// at their timeout, failed ones not at all, so the figure is a lower bound.
+func atLeast(r Row) string {
+	if r.Errors > 0 {
+		return "≥ "
+	}
+	return ""
 }
 
 func dash(s string) string {
@@ -201,6 +216,7 @@ th:first-child, td:first-child { text-align: left; }
 <div>Load before: <code>{{.R.Machine.UptimeBefore}}</code>; after: <code>{{.R.Machine.UptimeAfter}}</code></div>
 <div>Prod: {{.R.Prod}}. Batch: {{.R.Batch}}.</div>
 <div>Waterline: {{.R.Waterline}}.</div>
+<div>CPU over all runs: the machine was busy {{printf "%.2f" .MachineCores}} cores on average, the node's pods {{printf "%.2f" .NodeCores}}: the rest is the load generator, the control plane and other work on the machine.</div>
 </div>
 {{range $i, $c := .Charts}}<div class="abs" style="top: {{index $.Tops $i}}px">{{$c}}</div>
 {{end}}
@@ -233,6 +249,7 @@ func WriteDir(dir string, r *Results) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encoding calibration: %w", err)
 	}
+	machineCores, nodeCores := MeanCores(r)
 	cs := charts(r)
 	var svgs []template.HTML
 	var tops []int
@@ -245,6 +262,7 @@ func WriteDir(dir string, r *Results) (string, error) {
 		"R": r, "Rows": rows, "Charts": svgs, "Tops": tops, "Width": PageWidth, "Margin": pageMargin,
 		"ChartWidth": ChartWidth, "HeaderH": headerH - 16, "TableTop": ChartRect(len(cs))[1],
 		"Started": r.Started.UTC().Format(time.RFC3339), "W": DefaultOverActionWindows,
+		"MachineCores": machineCores, "NodeCores": nodeCores,
 	})
 	if err != nil {
 		return "", fmt.Errorf("rendering the report: %w", err)
@@ -258,4 +276,21 @@ func WriteDir(dir string, r *Results) (string, error) {
 		}
 	}
 	return index, nil
+}
+
+// MeanCores is the mean busy CPU of the machine and of the node's pods
+// over every sample of every run.
+func MeanCores(r *Results) (machine, node float64) {
+	n := 0
+	for _, run := range r.Runs {
+		for _, s := range run.Samples {
+			machine += s.Machine
+			node += s.Node
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return machine / float64(n), node / float64(n)
 }

@@ -219,7 +219,7 @@ func TestWriteDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Smoke run", "make bench-colocation", "load average: 1.00", `id="cdf-steady"`, `id="p99-bursty"`, "<table>"} {
+	for _, want := range []string{"Smoke run", "make bench-colocation", "load average: 1.00", `id="cdf-steady"`, `id="p99-bursty"`, "<table>", "busy 0.00 cores on average, the node's pods 1.8"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("index.html lacks %q", want)
 		}
@@ -239,8 +239,15 @@ func TestWriteDir(t *testing.T) {
 		t.Errorf("read back %d runs, %d rows, alone's batch share %v; want 18, 9, null", len(back.Runs), len(back.Summary), back.Summary[0].BatchShare)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
-	if !strings.Contains(string(md), "| kubernetes | steady | 2 |") || !strings.Contains(string(md), "| batch-alone | - | 2 | - (-) | - (-) | - |") {
+	if !strings.Contains(string(md), "| kubernetes | steady | 2 |") || !strings.Contains(string(md), "| batch-alone | - | 2 | - (-) | - (-) | - |") || strings.Contains(string(md), "≥") {
 		t.Errorf("summary.md:\n%s", md)
+	}
+	// Errors make the latencies lower bounds, and the table says so.
+	withErrors := testResults()
+	withErrors.Runs[1].Prod.Errors = 5
+	table := Markdown(Summarize(withErrors))
+	if !strings.Contains(table, "| kubernetes | steady | 2 | ≥ ") || !strings.Contains(table, "lower bound") {
+		t.Errorf("a run with errors is not marked:\n%s", table)
 	}
 }
 
