@@ -280,9 +280,14 @@ func TestColocation(t *testing.T) {
 
 	startWaterline := func(t testing.TB, scenario string) func() {
 		spec := *qos.DeepCopy()
-		if scenario == report.WaterlineNoThrottle {
+		switch scenario {
+		case report.WaterlineNoThrottle:
 			// No throttle line: forbid-scheduling and eviction only.
 			spec.CPU.ThrottlePercent, spec.CPU.RestorePercent = nil, nil
+		case ScenarioProbe:
+			// Lines under what the Batch pods use on any machine (the
+			// node is its pods): the agent must throttle.
+			spec.CPU = &v1alpha1.CPUWaterlines{ForbidSchedulingPercent: ptr.To[int32](1), ThrottlePercent: ptr.To[int32](2), EvictPercent: ptr.To[int32](100)}
 		}
 		nq := &v1alpha1.NodeQOS{ObjectMeta: metav1.ObjectMeta{Name: "colobench"}, Spec: spec}
 		if _, err := c.Waterline.WaterlineV1alpha1().NodeQOSs().Create(context.Background(), nq, metav1.CreateOptions{}); err != nil {
@@ -344,6 +349,24 @@ func TestColocation(t *testing.T) {
 		}
 		if err := updateREADME(filepath.Join(testutil.RepoRoot(), "README.md"), res, string(md)); err != nil {
 			t.Fatal(err)
+		}
+	}
+
+	if !full {
+		// The probe: lines the Batch pods cross on any machine. The harness
+		// must see the agent's throttles with the gap each meant to close,
+		// and the Batch pods' CPU must fall.
+		probe := RunOne(t, env, plan, ScenarioProbe, report.Steady, len(res.Runs)+1)
+		var gaps int
+		for _, a := range probe.Actions {
+			if a.Kind == report.ActionThrottle && a.GapMilli > 0 {
+				gaps++
+			}
+		}
+		effects := report.MeasureOverAction(probe.Samples, probe.Actions, report.DefaultOverActionWindows)
+		t.Logf("Probe (throttle line 2 %%): %d actions, %d throttles with a gap, over-action measured on %d cycles: %+v", len(probe.Actions), gaps, len(effects), effects)
+		if gaps == 0 {
+			t.Errorf("probe: the agent throttled nothing the harness saw over a 2 %% throttle line; actions %+v", probe.Actions)
 		}
 	}
 

@@ -97,8 +97,25 @@ type Plan struct {
 	Logf func(format string, args ...any)
 }
 
-// Scenario names the report uses.
-var waterlineScenarios = map[string]bool{report.Waterline: true, report.WaterlineNoThrottle: true}
+// ScenarioProbe is a Waterline run whose lines the caller sets low enough
+// that the agent must act on any machine: it checks that the harness sees
+// the agent's actions and measures their over-action; it is not part of
+// the benchmark's report.
+const ScenarioProbe = "waterline-probe"
+
+// waterlineScenarios put the Batch pods in the Batch band.
+var waterlineScenarios = map[string]bool{report.Waterline: true, report.WaterlineNoThrottle: true, ScenarioProbe: true}
+
+// RunOne runs one scenario under one load outside a plan's rounds (the
+// probe).
+func RunOne(t testing.TB, env Env, plan Plan, scenario, load string, id int) report.Run {
+	t.Helper()
+	cpu, err := NewCPUReader(env.Node.CgroupMount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runOne(t, env, plan, cpu, scenario, load, plan.Loads[load], 1, id)
+}
 
 // Run runs the plan and returns the results (Command, Smoke and Machine
 // are the caller's to fill).
