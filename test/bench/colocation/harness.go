@@ -191,11 +191,22 @@ func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load str
 	}
 	defer deletePods(t, env)
 
+	// The agent's actions are watched from before the pods exist: it may
+	// act during the warmup.
+	batch := &batchSet{env: env, plan: plan, scenario: scenario, dir: dir, id: id}
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	var watched []timedAction
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		watched = watchActions(wctx, env, batch)
+	}()
+
 	var prod *corev1.Pod
 	if scenario != report.BatchAlone {
 		prod = createPod(t, env, prodPod(env, plan, id))
 	}
-	batch := &batchSet{env: env, plan: plan, scenario: scenario, dir: dir, id: id}
 	if scenario != report.Alone {
 		for i := range plan.Batch {
 			if err := batch.create(i, false); err != nil {
@@ -216,15 +227,10 @@ func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load str
 	sctx, stopSampling := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var samples []report.Sample
-	var actions []report.Action
-	wg.Add(2)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		samples = sample(sctx, cpu, env.Node, prod, plan.SampleInterval, start)
-	}()
-	go func() {
-		defer wg.Done()
-		actions = watchActions(sctx, env, batch, start)
 	}()
 
 	var total time.Duration
@@ -241,9 +247,15 @@ func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load str
 	}
 	stopSampling()
 	wg.Wait()
+	stopWatching()
+	<-watchDone
 	batch.replacing.Wait()
 	end := start.Add(total)
-	run.Samples, run.Actions = samples, actions
+	run.Samples = samples
+	for _, a := range watched {
+		a.Action.T = a.at.Sub(start).Seconds() // negative: during the warmup
+		run.Actions = append(run.Actions, a.Action)
+	}
 	run.Progress, run.BatchUnits = progressOf(t, dir, start, end, plan.SampleInterval)
 	logf(plan, "  %s", summarize(run))
 	return run
@@ -556,17 +568,27 @@ func sample(ctx context.Context, cpu *CPUReader, n Node, prod *corev1.Pod, inter
 	}
 }
 
-// watchActions records the agent's throttles and evictions of the
-// run's pods from their Events, and replaces evicted Batch pods.
-func watchActions(ctx context.Context, env Env, batch *batchSet, start time.Time) []report.Action {
+type timedAction struct {
+	report.Action
+	at time.Time
+}
+
+// watchActions records the agent's throttles, restores and evictions of
+// the run's pods from their Events, and replaces evicted Batch pods. A
+// watch replays the namespace's older Events first: only this run's pods
+// (named after its id) count.
+func watchActions(ctx context.Context, env Env, batch *batchSet) []timedAction {
 	w, err := env.Kube.CoreV1().Events(env.Namespace).Watch(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("involvedObject.kind", "Pod").String()})
 	if err != nil {
 		return nil
 	}
 	defer w.Stop()
-	var out []report.Action
+	var out []timedAction
 	seen := map[string]bool{}
+	mine := func(pod string) bool {
+		return strings.HasPrefix(pod, fmt.Sprintf("batch-%d-", batch.id)) || pod == fmt.Sprintf("%s-%d", prodName, batch.id)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -579,7 +601,7 @@ func watchActions(ctx context.Context, env Env, batch *batchSet, start time.Time
 				continue
 			}
 			e, ok := ev.Object.(*corev1.Event)
-			if !ok || seen[string(e.UID)+e.ResourceVersion] {
+			if !ok || seen[string(e.UID)+e.ResourceVersion] || !mine(e.InvolvedObject.Name) {
 				continue
 			}
 			seen[string(e.UID)+e.ResourceVersion] = true
@@ -598,8 +620,8 @@ func watchActions(ctx context.Context, env Env, batch *batchSet, start time.Time
 				continue // kubelet's own evictions are not the agent's
 			}
 			gap, rel := report.ParseAction(e.Message)
-			out = append(out, report.Action{T: time.Since(start).Seconds(), Kind: kind, Pod: e.InvolvedObject.Name,
-				GapMilli: gap, ReleaseMilli: rel, Message: e.Message})
+			out = append(out, timedAction{at: time.Now(), Action: report.Action{Kind: kind, Pod: e.InvolvedObject.Name,
+				GapMilli: gap, ReleaseMilli: rel, Message: e.Message}})
 			if kind == report.ActionEvict {
 				batch.mu.Lock()
 				slot, isBatch := batch.slots[e.InvolvedObject.Name]

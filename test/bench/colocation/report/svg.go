@@ -132,6 +132,9 @@ func (p *plot) svg() string {
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%.1f" fill="none" stroke="#888888"/>`, marginLeft, marginTop, plotW, plotH)
 	// Action markers: ticks along the top of the plot.
 	for _, m := range p.markers {
+		if tx(m.x) < xMin || tx(m.x) > xMax {
+			continue // e.g. an action during the warmup, before the load
+		}
 		xx := X(m.x)
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-width="3"/>`, xx, xx, marginTop, marginTop+14, m.color)
 	}
