@@ -43,10 +43,20 @@ func startRealNode(t *testing.T, c *testutil.Cluster) Node {
 	if !m.IsValid() {
 		t.Skip("SKIPPING the colocation benchmark: test/util has no real node (Cluster.StartRealNode) in this tree")
 	}
-	out := m.Call([]reflect.Value{reflect.ValueOf(testing.TB(t)), reflect.ValueOf("colobench")})
-	n := out[0].Elem()
-	return Node{Name: n.FieldByName("Name").String(), CgroupRoot: n.FieldByName("CgroupRoot").String(),
-		CgroupMount: n.FieldByName("CgroupMount").String()}
+	mt := m.Type()
+	if mt.NumIn() != 2 || mt.In(0) != reflect.TypeOf((*testing.TB)(nil)).Elem() || mt.In(1).Kind() != reflect.String ||
+		mt.NumOut() != 1 || mt.Out(0).Kind() != reflect.Pointer || mt.Out(0).Elem().Kind() != reflect.Struct {
+		t.Fatalf("Cluster.StartRealNode is %v, not func(testing.TB, string) *RealNode: update startRealNode", mt)
+	}
+	n := m.Call([]reflect.Value{reflect.ValueOf(testing.TB(t)), reflect.ValueOf("colobench")})[0].Elem()
+	field := func(name string) string {
+		f := n.FieldByName(name)
+		if !f.IsValid() || f.Kind() != reflect.String {
+			t.Fatalf("RealNode has no string field %s: update startRealNode", name)
+		}
+		return f.String()
+	}
+	return Node{Name: field("Name"), CgroupRoot: field("CgroupRoot"), CgroupMount: field("CgroupMount")}
 }
 
 // skipUnlessRealNode skips before a control plane is started when the
