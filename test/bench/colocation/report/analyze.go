@@ -8,14 +8,16 @@ import (
 )
 
 var (
-	gapRE     = regexp.MustCompile(`cpu usage (\d+) over (?:throttle|evict) line (\d+) \([^)]*\) by (\d+)`)
+	// The CPU metrics are "cpu_usage" (and "cpu" in older messages);
+	// memory metrics do not match.
+	gapRE     = regexp.MustCompile(`\bcpu(?:_\w+)? usage (\d+) over (?:throttle|evict) line (\d+) \([^)]*\) by (\d+)`)
 	releaseRE = regexp.MustCompile(`releases (\d+)`)
 )
 
 // ParseAction reads the gap and the booked release out of the agent's
-// Event message for a CPU throttle or eviction (see pkg/core/qos: "cpu
-// usage U over throttle line L (source) by G: ... releases R, ..."); zeros
-// when the message has none (memory, restores).
+// Event message for a CPU throttle or eviction (see pkg/core/qos:
+// "cpu_usage usage U over throttle line L (source) by G: ... releases R,
+// ..."); a zero gap when the message has none (memory, restores).
 func ParseAction(msg string) (gapMilli, releaseMilli int64) {
 	if m := gapRE.FindStringSubmatch(msg); m != nil {
 		gapMilli, _ = strconv.ParseInt(m[3], 10, 64)

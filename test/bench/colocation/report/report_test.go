@@ -105,6 +105,9 @@ func TestParseAction(t *testing.T) {
 		msg          string
 		gap, release int64
 	}{
+		// As the agent wrote it on the real node (the probe run).
+		{"CPU quota none -> 100m: cpu_usage usage 410 over throttle line 40 (nodeQOS[colobench].spec.cpu.throttlePercent=2) by 370: quota none -> 100m releases 73, 297 left", 370, 73},
+		{"Evicted by node QoS on n1: memory_usage usage 9000 over evict line 8000 (x) by 1000; pod releases 5000, 0 left", 0, 5000},
 		{"CPU quota none -> 300m: cpu usage 1800 over throttle line 1500 (NodeQOS default) by 300: quota none -> 300m releases 200, 100 left", 300, 200},
 		{"Evicted by node QoS on n1: cpu usage 1900 over evict line 1700 (NodeQOS default/cpu) by 200; pod releases 450, 0 left", 200, 450},
 		{"Evicted by node QoS on n1: memory usage 9000 over evict line 8000 (x) by 1000; pod releases 5000, 0 left", 0, 5000},
