@@ -324,7 +324,7 @@ func TestColocation(t *testing.T) {
 		Rounds: 1, Scenarios: report.Scenarios, Arrival: loadgen.Poisson,
 		ProdCPU: time.Millisecond, ProdPort: testutil.FreePort(t), ProdRequest: "1", ProdLimit: "2",
 		Batch:  []BatchPod{{Kind: "cpu", Threads: 1}, {Kind: "cpu", Threads: 1}, {Kind: "mem", Threads: 1}},
-		Warmup: 2 * time.Second, SampleInterval: 500 * time.Millisecond, Logf: t.Logf,
+		Warmup: 4 * time.Second, SampleInterval: 500 * time.Millisecond, Logf: t.Logf,
 	}
 	rate := float64(envInt(t, "COLOBENCH_RATE", 600))
 	out := os.Getenv("COLOBENCH_OUT")

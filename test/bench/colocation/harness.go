@@ -219,19 +219,22 @@ func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load str
 		waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/healthz", plan.ProdPort), time.Minute)
 		prod = getPod(t, env, prod.Name)
 	}
+	// Sampling starts before the warmup, so actions the agent takes then
+	// have CPU samples around them (at negative times).
+	sctx, stopSampling := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var samples []report.Sample
+	origin := time.Now()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		samples = sample(sctx, cpu, env.Node, prod, plan.SampleInterval, origin)
+	}()
 	time.Sleep(plan.Warmup)
 
 	// The run's clock starts with the load.
 	start := time.Now()
 	run.Start = start
-	sctx, stopSampling := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var samples []report.Sample
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		samples = sample(sctx, cpu, env.Node, prod, plan.SampleInterval, start)
-	}()
 
 	var total time.Duration
 	for _, p := range phases {
@@ -251,7 +254,11 @@ func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load str
 	<-watchDone
 	batch.replacing.Wait()
 	end := start.Add(total)
-	run.Samples = samples
+	shift := origin.Sub(start).Seconds()
+	for _, x := range samples {
+		x.T += shift
+		run.Samples = append(run.Samples, x)
+	}
 	for _, a := range watched {
 		a.Action.T = a.at.Sub(start).Seconds() // negative: during the warmup
 		run.Actions = append(run.Actions, a.Action)

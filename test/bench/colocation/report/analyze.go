@@ -39,8 +39,13 @@ type OverActionWindows struct {
 // DefaultOverActionWindows fit the agent's 1 s cycle.
 var DefaultOverActionWindows = OverActionWindows{Before: 3, Settle: 2, After: 3}
 
-// MeasureOverAction groups the CPU throttles and evictions of one agent
-// cycle (actions of one kind within a second of the first) and measures
+// EpisodeGap joins actions into one episode: the agent's cycle is 1 s.
+const EpisodeGap = 1.5
+
+// MeasureOverAction groups the CPU throttles and evictions of an episode
+// (actions of one kind, each within EpisodeGap seconds of the one before:
+// the agent acting cycle after cycle; the gap is the largest any of them
+// meant to close, the release booked their sum) and measures
 // the drop of CPU use around them against the gap the planner meant to
 // close. The ratio is taken on the Batch pods' cgroups: the node's drop
 // (also reported) mixes in whatever Prod's load did meanwhile. A cycle
@@ -59,7 +64,10 @@ func MeasureOverAction(samples []Sample, actions []Action, w OverActionWindows) 
 		a := acts[i]
 		j := i + 1
 		c := cycle{e: Effect{T: a.T, Kind: a.Kind, Pods: 1, GapMilli: a.GapMilli, BookedMilli: a.ReleaseMilli}, last: a.T}
-		for j < len(acts) && acts[j].Kind == a.Kind && acts[j].T-a.T < 1 {
+		// One episode: actions of a kind, each within EpisodeGap of the
+		// one before (the agent acting cycle after cycle until the gap
+		// closes).
+		for j < len(acts) && acts[j].Kind == a.Kind && acts[j].T-acts[j-1].T <= EpisodeGap {
 			c.e.Pods++
 			c.e.GapMilli = max(c.e.GapMilli, acts[j].GapMilli)
 			c.e.BookedMilli += acts[j].ReleaseMilli
@@ -198,6 +206,9 @@ func Summarize(r *Results) []Row {
 					shares = append(shares, float64(run.BatchUnits)/float64(b.BatchUnits))
 				}
 				for _, s := range run.Samples {
+					if s.T <= 0 {
+						continue // the warmup, before the load
+					}
 					prod += s.Prod
 					batch += s.Batch
 					nsamples++

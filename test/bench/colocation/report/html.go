@@ -284,6 +284,9 @@ func MeanCores(r *Results) (machine, node float64) {
 	n := 0
 	for _, run := range r.Runs {
 		for _, s := range run.Samples {
+			if s.T <= 0 {
+				continue
+			}
 			machine += s.Machine
 			node += s.Node
 			n++

@@ -76,7 +76,8 @@ type Run struct {
 	Start    time.Time `json:"start"`
 	// Prod is the load generator's result; nil in BatchAlone.
 	Prod *loadgen.Result `json:"prod,omitempty"`
-	// Samples are the node's CPU over time, from the cgroups.
+	// Samples are the node's CPU over time, from the cgroups, from the
+	// start of the warmup (negative times) to the end of the load.
 	Samples []Sample `json:"samples"`
 	// Progress is the Batch pods' summed units over time.
 	Progress []ProgressPoint `json:"progress"`
