@@ -260,7 +260,7 @@ func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load str
 		run.Samples = append(run.Samples, x)
 	}
 	for _, a := range watched {
-		a.Action.T = a.at.Sub(start).Seconds() // negative: during the warmup
+		a.T = a.at.Sub(start).Seconds() // negative: during the warmup
 		run.Actions = append(run.Actions, a.Action)
 	}
 	run.Progress, run.BatchUnits = progressOf(t, dir, start, end, plan.SampleInterval)
