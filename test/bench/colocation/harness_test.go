@@ -220,3 +220,32 @@ func TestNodeProcCountsOnlyThePods(t *testing.T) {
 		t.Errorf("meminfo MemTotal %d: %v", total, err)
 	}
 }
+
+func TestUpdateREADME(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "README.md")
+	before := "# X\n\n" + readmeBegin + "\nold table\n" + readmeEnd + "\n\n## Next\n"
+	if err := os.WriteFile(path, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := &report.Results{Command: "make bench-colocation", Started: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC),
+		Machine: report.Machine{CPUs: 2, UptimeBefore: "load average: 0.10", UptimeAfter: "load average: 1.90"}}
+	if err := updateREADME(path, res, "| new | table |\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	got := string(b)
+	for _, want := range []string{"# X\n\n" + readmeBegin, "`make bench-colocation`, 2026-11-24. 2 CPUs", "load average: 0.10", "| new | table |\n" + readmeEnd + "\n\n## Next\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("README lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "old table") {
+		t.Errorf("the old table is still there:\n%s", got)
+	}
+	if err := os.WriteFile(path, []byte("# no block\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateREADME(path, res, "x"); err == nil || !strings.Contains(err.Error(), "has no") {
+		t.Errorf("a README without the block: %v, want an error", err)
+	}
+}
