@@ -105,7 +105,8 @@ func TestAgainstAServer(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}))
 	defer srv.Close()
-	res, err := Run(t.Context(), Config{URL: srv.URL, Phases: []Phase{{Duration: 1500 * time.Millisecond, Rate: 200}}, Arrival: Constant, Window: 500 * time.Millisecond})
+	res, err := Run(t.Context(), Config{URL: srv.URL, Phases: []Phase{{Duration: 1500 * time.Millisecond, Rate: 200}}, Arrival: Constant, Window: 500 * time.Millisecond,
+		Timeout: 30 * time.Second}) // a busy test machine must not turn slow answers into errors
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestAgainstAServer(t *testing.T) {
 			t.Errorf("window %+v: want 100 offered and OK, p50 over 2ms", w)
 		}
 	}
-	if res.Elapsed > 3*time.Second {
+	if res.Elapsed > 10*time.Second {
 		t.Errorf("the run took %v for a 1.5s schedule", res.Elapsed)
 	}
 }
@@ -143,7 +144,7 @@ func TestQueueingIsNotHidden(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}))
 	defer srv.Close()
-	res, err := Run(t.Context(), Config{URL: srv.URL, Phases: []Phase{{Duration: 500 * time.Millisecond, Rate: 400}}, Arrival: Constant})
+	res, err := Run(t.Context(), Config{URL: srv.URL, Phases: []Phase{{Duration: 500 * time.Millisecond, Rate: 400}}, Arrival: Constant, Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestErrorsCounted(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	res, err := Run(t.Context(), Config{URL: srv.URL, Phases: []Phase{{Duration: 400 * time.Millisecond, Rate: 100}}, Arrival: Constant})
+	res, err := Run(t.Context(), Config{URL: srv.URL, Phases: []Phase{{Duration: 400 * time.Millisecond, Rate: 100}}, Arrival: Constant, Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func TestErrorsCounted(t *testing.T) {
 func TestLateGeneratorIsNotHidden(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
-	cfg := Config{URL: srv.URL, Phases: []Phase{{Duration: 600 * time.Millisecond, Rate: 200}}, Arrival: Constant}
+	cfg := Config{URL: srv.URL, Phases: []Phase{{Duration: 600 * time.Millisecond, Rate: 200}}, Arrival: Constant, Timeout: 30 * time.Second}
 	cfg.stall = func(n int64) {
 		if n == 20 {
 			time.Sleep(200 * time.Millisecond)
@@ -248,7 +249,8 @@ func TestLateGeneratorIsNotHidden(t *testing.T) {
 	if res.SendLag.Max < int64(150*time.Millisecond) {
 		t.Errorf("send lag max %v, want the 200ms stall", time.Duration(res.SendLag.Max))
 	}
-	if res.Service.P90 > int64(50*time.Millisecond) {
+	// Leaked, the p90 would be the top tenth of 0-200 ms lags: over 140 ms.
+	if res.Service.P90 > int64(100*time.Millisecond) {
 		t.Errorf("service p90 %v: the stall leaked into the service time", time.Duration(res.Service.P90))
 	}
 }
