@@ -69,6 +69,10 @@ test-unit: ## Run the tests that need no control plane
 bench: ## Run every benchmark once (numbers go in the package READMEs)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x $(TEST_FLAGS) ./...
 
+.PHONY: bench-colocation
+bench-colocation: tools test-deps ## Prod latency beside Batch work on a real node: alone, plain Kubernetes, Waterline, Waterline without throttling (about 12 min); report in _output/bench-colocation
+	COLOBENCH_FULL=1 $(GO) test -count=1 -timeout 30m -run '^TestColocation$$' -v ./test/bench/colocation/
+
 .PHONY: update-k8s
 update-k8s: ## Move to another Kubernetes release: make update-k8s V=v1.36.4
 	hack/update-k8s.sh $(V)

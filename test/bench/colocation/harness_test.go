@@ -1,0 +1,251 @@
+package colocation
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/test/bench/colocation/report"
+	"github.com/waterline-dev/waterline/test/bench/colocation/workload"
+)
+
+func TestMachineBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stat")
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	stat := "cpu  100 5 20 800 50 1 2 3 40 0\ncpu0 50 2 10 400 25 0 1 1 20 0\nintr 1\n"
+	if err := os.WriteFile(path, []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	busy, total, err := MachineBusy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if busy != 131 || total != 981 {
+		t.Errorf("busy, total = %d, %d; want 131 (all but idle, iowait, guest), 981", busy, total)
+	}
+	if _, _, err := MachineBusy(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("no error for a missing file")
+	}
+}
+
+// TestCPUReaderOnARealCgroup burns 300 ms of CPU in a cgroup of its own
+// and reads it back through the reader the benchmark samples with.
+func TestCPUReaderOnARealCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPING the real cgroup test: creating a cgroup needs root")
+	}
+	r, err := NewCPUReader("/sys/fs/cgroup")
+	if err != nil {
+		t.Skipf("SKIPPING the real cgroup test: %v", err)
+	}
+	cg := "colobench-test-" + strings.ReplaceAll(t.Name(), "/", "-")
+	var dirs []string
+	if r.v2 {
+		dirs = []string{filepath.Join(r.Mount, cg)}
+	} else {
+		dirs = []string{filepath.Join(r.Mount, "cpuacct", cg)}
+	}
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Skipf("SKIPPING the real cgroup test: %v", err)
+		}
+		t.Cleanup(func() { _ = os.Remove(d) })
+	}
+	before, err := r.Usage(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A child process joins the cgroup, then burns 300 ms of CPU.
+	if err := burnIn(dirs[0], 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	after, err := r.Usage(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := time.Duration(after - before); used < 250*time.Millisecond || used > 2*time.Second {
+		t.Errorf("the cgroup used %v, want about 300ms", used)
+	}
+}
+
+func TestProgressOf(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	write := func(name string, lines ...workload.Progress) {
+		var b strings.Builder
+		for _, l := range lines {
+			j, _ := json.Marshal(l)
+			b.Write(append(j, '\n'))
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	// a runs throughout; b is evicted at 1.5 s; c replaces it at 2 s.
+	write("batch-a.jsonl", workload.Progress{Time: at(-1), Units: 0}, workload.Progress{Time: at(0), Units: 10}, workload.Progress{Time: at(1), Units: 20},
+		workload.Progress{Time: at(2), Units: 30}, workload.Progress{Time: at(3), Units: 40})
+	write("batch-b.jsonl", workload.Progress{Time: at(-1), Units: 0}, workload.Progress{Time: at(0), Units: 5}, workload.Progress{Time: at(1.5), Units: 12, Final: true})
+	write("batch-c.jsonl", workload.Progress{Time: at(2), Units: 0}, workload.Progress{Time: at(3), Units: 7})
+	write("load.json", workload.Progress{}) // not a progress file
+	pts, units := progressOf(t, dir, start, at(3), time.Second)
+	want := []report.ProgressPoint{{T: 0, Units: 15}, {T: 1, Units: 25}, {T: 2, Units: 42}, {T: 3, Units: 59}}
+	if diff := cmp.Diff(want, pts); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+	if units != 44 {
+		t.Errorf("units done = %d, want 44 (a 30, b 7, c 7)", units)
+	}
+}
+
+// TestPodsKeepTrafficOnLoopback: the pods the benchmark makes listen
+// and are probed on loopback, use the host network, and the Batch pods
+// are Batch only under Waterline.
+func TestPodsKeepTrafficOnLoopback(t *testing.T) {
+	env := Env{Namespace: "ns", Image: "img", BinaryDir: "/opt/colobench", Node: Node{Name: "n1"}}
+	plan := Plan{ProdCPU: time.Millisecond, ProdPort: 18080, ProdRequest: "1", ProdLimit: "2", Batch: []BatchPod{{Kind: "cpu", Threads: 1}}}
+	p := prodPod(env, plan, 3)
+	c := p.Spec.Containers[0]
+	if !p.Spec.HostNetwork || p.Spec.NodeName != "n1" || c.ReadinessProbe.HTTPGet.Host != "127.0.0.1" ||
+		!strings.Contains(strings.Join(c.Command, " "), "--listen 127.0.0.1:18080") {
+		t.Errorf("prod pod: hostNetwork %v, node %q, probe host %q, command %v", p.Spec.HostNetwork, p.Spec.NodeName, c.ReadinessProbe.HTTPGet.Host, c.Command)
+	}
+	if got := extension.BandOf(p); got != extension.BandProd {
+		t.Errorf("prod pod band %s", got)
+	}
+	if c.Command[0] != "/colobench/colobench" || p.Spec.Volumes[0].HostPath.Path != "/opt/colobench" {
+		t.Errorf("prod pod runs %v with volumes %v", c.Command, p.Spec.Volumes)
+	}
+	if c.Resources.Requests.Cpu().String() != "1" || c.Resources.Limits.Cpu().String() != "2" {
+		t.Errorf("prod resources %v", c.Resources)
+	}
+
+	for _, c := range []struct {
+		scenario string
+		band     extension.Band
+		qos      corev1.PodQOSClass
+	}{
+		{report.Kubernetes, extension.BandProd, corev1.PodQOSBestEffort}, // no priority: what Kubernetes alone knows
+		{report.Waterline, extension.BandBatch, corev1.PodQOSBestEffort},
+		{report.WaterlineNoThrottle, extension.BandBatch, corev1.PodQOSBestEffort},
+	} {
+		b := batchPodSpec(env, plan, c.scenario, "/tmp/run", "batch-1-0-0", 0)
+		if got := extension.BandOf(b); got != c.band {
+			t.Errorf("%s: batch pod band %s, want %s", c.scenario, got, c.band)
+		}
+		if len(b.Spec.Containers[0].Resources.Requests) != 0 || len(b.Spec.Containers[0].Resources.Limits) != 0 {
+			t.Errorf("%s: batch pod is not BestEffort: %v", c.scenario, b.Spec.Containers[0].Resources)
+		}
+		if b.Spec.NodeName != "n1" || !b.Spec.HostNetwork {
+			t.Errorf("%s: batch pod node %q hostNetwork %v", c.scenario, b.Spec.NodeName, b.Spec.HostNetwork)
+		}
+	}
+}
+
+// TestMain lets the test binary be the burner burnIn starts.
+func TestMain(m *testing.M) {
+	if cg := os.Getenv("COLOBENCH_TEST_BURN_CGROUP"); cg != "" {
+		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(fmt.Sprint(os.Getpid())), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		d, _ := time.ParseDuration(os.Getenv("COLOBENCH_TEST_BURN"))
+		workload.BurnCPU(d, 1)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// burnIn runs a child that moves itself into cgroup dir and burns d of
+// CPU, and waits for it.
+func burnIn(dir string, d time.Duration) error {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "COLOBENCH_TEST_BURN_CGROUP="+dir, "COLOBENCH_TEST_BURN="+d.String(), "GOMAXPROCS=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("burner: %v: %s", err, out)
+	}
+	return nil
+}
+
+// TestNodeProcCountsOnlyThePods: the proc directory the agent reads says
+// the node's pods' CPU (a cgroup standing in for kubepods, with a 300 ms
+// burner in it) and nothing of the rest of the machine.
+func TestNodeProcCountsOnlyThePods(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPING the real cgroup test: creating a cgroup needs root")
+	}
+	r, err := NewCPUReader("/sys/fs/cgroup")
+	if err != nil || r.v2 {
+		t.Skipf("SKIPPING: the test builds a cgroup v1 cpuacct tree (%v)", err)
+	}
+	root := "/colobench-nodeproc-test"
+	kubepods := filepath.Join(r.Mount, "cpuacct", root, "kubepods")
+	if err := os.MkdirAll(kubepods, 0o755); err != nil {
+		t.Skipf("SKIPPING the real cgroup test: %v", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(kubepods); _ = os.Remove(filepath.Dir(kubepods)) })
+	p, err := NewNodeProc(t.TempDir(), r, Node{CgroupRoot: root, CgroupMount: r.Mount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy0, _, err := MachineBusy(filepath.Join(p.Dir, "stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := burnIn(kubepods, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(); err != nil {
+		t.Fatal(err)
+	}
+	busy1, _, err := MachineBusy(filepath.Join(p.Dir, "stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 300 ms = 30 jiffies; the machine's other work is not counted.
+	if d := busy1 - busy0; d < 25 || d > 60 {
+		t.Errorf("the node's busy CPU grew by %d jiffies over a 300 ms burner, want about 30", d)
+	}
+	if total, err := memTotal(filepath.Join(p.Dir, "meminfo")); err != nil || total == 0 {
+		t.Errorf("meminfo MemTotal %d: %v", total, err)
+	}
+}
+
+func TestUpdateREADME(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "README.md")
+	before := "# X\n\n" + readmeBegin + "\nold table\n" + readmeEnd + "\n\n## Next\n"
+	if err := os.WriteFile(path, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := &report.Results{Command: "make bench-colocation", Started: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC),
+		Machine: report.Machine{CPUs: 2, UptimeBefore: "load average: 0.10", UptimeAfter: "load average: 1.90"}}
+	if err := updateREADME(path, res, "| new | table |\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	got := string(b)
+	for _, want := range []string{"# X\n\n" + readmeBegin, "`make bench-colocation`, 2026-11-24. 2 CPUs", "load average: 0.10", "| new | table |\n" + readmeEnd + "\n\n## Next\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("README lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "old table") {
+		t.Errorf("the old table is still there:\n%s", got)
+	}
+	if err := os.WriteFile(path, []byte("# no block\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateREADME(path, res, "x"); err == nil || !strings.Contains(err.Error(), "has no") {
+		t.Errorf("a README without the block: %v, want an error", err)
+	}
+}

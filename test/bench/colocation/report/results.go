@@ -1,0 +1,150 @@
+// Package report holds the colocation benchmark's results, the analysis
+// of them (ratios to Prod alone, Batch progress, the over-action of
+// throttles and evictions) and their rendering as JSON, a Markdown table
+// and an HTML page with SVG plots. It does no I/O but writing the files
+// it is asked to.
+package report
+
+import (
+	"time"
+
+	"github.com/waterline-dev/waterline/test/bench/colocation/loadgen"
+)
+
+// Scenarios, in the order the report shows them.
+const (
+	// Alone: Prod only, no Batch pods.
+	Alone = "alone"
+	// Kubernetes: the Batch pods as BestEffort pods, no Waterline.
+	Kubernetes = "kubernetes"
+	// Waterline: Waterline with the chart's defaults.
+	Waterline = "waterline"
+	// WaterlineNoThrottle: Waterline with the throttle lines off
+	// (forbid-scheduling and eviction only).
+	WaterlineNoThrottle = "waterline-nothrottle"
+	// BatchAlone: the Batch pods only, no Prod load: what the node gives
+	// Batch when nobody else wants it.
+	BatchAlone = "batch-alone"
+)
+
+// Scenarios lists the scenarios in report order.
+var Scenarios = []string{Alone, Kubernetes, Waterline, WaterlineNoThrottle, BatchAlone}
+
+// Load shapes.
+const (
+	Steady = "steady"
+	Bursty = "bursty"
+)
+
+// Results is one run of the benchmark.
+type Results struct {
+	// Command that produced them, and whether it was a smoke run (too
+	// short to quote).
+	Command string    `json:"command"`
+	Smoke   bool      `json:"smoke"`
+	Machine Machine   `json:"machine"`
+	Started time.Time `json:"started"`
+	// Loads are the offered Prod loads by shape.
+	Loads map[string][]loadgen.Phase `json:"loads"`
+	// Prod describes the Prod pod; Batch the Batch pods.
+	Prod  string `json:"prod"`
+	Batch string `json:"batch"`
+	// Waterline says what the Waterline scenarios ran: the NodeQOS and
+	// where the agent read node usage from.
+	Waterline string `json:"waterline"`
+	Runs      []Run  `json:"runs"`
+}
+
+// Machine is where the benchmark ran.
+type Machine struct {
+	Hostname string `json:"hostname"`
+	CPUs     int    `json:"cpus"`
+	Kernel   string `json:"kernel"`
+	CPUModel string `json:"cpuModel"`
+	Cgroup   string `json:"cgroup"`
+	// UptimeBefore and UptimeAfter are `uptime` lines: the machine's load
+	// average, other work on it included.
+	UptimeBefore string `json:"uptimeBefore"`
+	UptimeAfter  string `json:"uptimeAfter"`
+}
+
+// Run is one scenario under one load shape, one round.
+type Run struct {
+	Scenario string    `json:"scenario"`
+	Load     string    `json:"load"`
+	Round    int       `json:"round"`
+	Start    time.Time `json:"start"`
+	// Prod is the load generator's result; nil in BatchAlone.
+	Prod *loadgen.Result `json:"prod,omitempty"`
+	// Samples are the node's CPU over time, from the cgroups, from the
+	// start of the warmup (negative times) to the end of the load.
+	Samples []Sample `json:"samples"`
+	// Progress is the Batch pods' summed units over time.
+	Progress []ProgressPoint `json:"progress"`
+	// BatchUnits are the units the Batch pods finished during the load.
+	BatchUnits int64 `json:"batchUnits"`
+	// Actions are the agent's throttles, restores and evictions.
+	Actions []Action `json:"actions,omitempty"`
+	// Effects are the over-action measurements of Actions (Analyze).
+	Effects []Effect `json:"effects,omitempty"`
+}
+
+// Sample is CPU use over one sampling interval, in cores.
+type Sample struct {
+	// T is seconds since the run's start (end of the interval).
+	T float64 `json:"t"`
+	// Node is the node's pods (kubelet's cgroup root); Prod the Prod
+	// pod's cgroup; Batch the Batch pods' cgroups.
+	Node  float64 `json:"node"`
+	Prod  float64 `json:"prod"`
+	Batch float64 `json:"batch"`
+	// Machine is the whole machine's busy CPU (/proc/stat): the node, the
+	// load generator, the control plane and anything else running.
+	Machine float64 `json:"machine"`
+}
+
+// ProgressPoint is the Batch pods' summed units at T seconds.
+type ProgressPoint struct {
+	T     float64 `json:"t"`
+	Units int64   `json:"units"`
+}
+
+// Action kinds.
+const (
+	ActionThrottle = "throttle"
+	ActionRestore  = "restore"
+	ActionEvict    = "evict"
+)
+
+// Action is one thing the agent did, as its Event says.
+type Action struct {
+	// T is seconds since the run's start.
+	T    float64 `json:"t"`
+	Kind string  `json:"kind"`
+	Pod  string  `json:"pod"`
+	// GapMilli is the gap to the line the planner meant to close (CPU
+	// millicores), ReleaseMilli what it booked for this pod; 0 when the
+	// message did not say.
+	GapMilli     int64 `json:"gapMilli,omitempty"`
+	ReleaseMilli int64 `json:"releaseMilli,omitempty"`
+	// Message is the Event's text.
+	Message string `json:"message"`
+}
+
+// Effect is an over-action measurement: one agent cycle's throttles or
+// evictions against the node usage drop the cgroups showed after it.
+type Effect struct {
+	T    float64 `json:"t"`
+	Kind string  `json:"kind"`
+	Pods int     `json:"pods"`
+	// GapMilli is the gap the planner meant to close; BookedMilli what
+	// it booked; ObservedMilli the drop of the Batch pods' CPU use the
+	// cgroups showed; NodeDropMilli the node's (Prod's changes included).
+	GapMilli      int64 `json:"gapMilli"`
+	BookedMilli   int64 `json:"bookedMilli"`
+	ObservedMilli int64 `json:"observedMilli"`
+	NodeDropMilli int64 `json:"nodeDropMilli"`
+	// Ratio is ObservedMilli / GapMilli (1: closed exactly; >1: acted
+	// more than needed).
+	Ratio float64 `json:"ratio"`
+}

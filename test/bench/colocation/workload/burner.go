@@ -1,0 +1,182 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Burner kinds.
+const (
+	// KindCPU spins the work kernel on the L2-sized table: a unit is
+	// CPUUnitSteps steps.
+	KindCPU = "cpu"
+	// KindMem streams read-modify-writes through a buffer far larger than
+	// the last-level cache, a cache line at a time: a unit is one pass.
+	// It takes memory bandwidth and evicts its neighbours' cache lines.
+	KindMem = "mem"
+)
+
+// CPUUnitSteps is the size of a CPU unit (about 1 ms of a core here).
+const CPUUnitSteps = 1 << 16
+
+// BurnerConfig describes a Batch burner.
+type BurnerConfig struct {
+	// Kind is KindCPU or KindMem.
+	Kind string
+	// Threads is the number of goroutines burning, each on its own thread.
+	Threads int
+	// MemBytes is the buffer a mem unit passes over (default 64 MiB).
+	MemBytes int
+	// Progress is the file progress lines are appended to (JSON lines,
+	// see Progress); empty writes none.
+	Progress string
+	// Interval is how often a progress line is written (default 1s).
+	Interval time.Duration
+	// Name goes in each progress line (the pod's name).
+	Name string
+}
+
+// Validate names the bad field.
+func (c *BurnerConfig) Validate() error {
+	if c.Kind != KindCPU && c.Kind != KindMem {
+		return fmt.Errorf("kind %q: must be %q or %q", c.Kind, KindCPU, KindMem)
+	}
+	if c.Threads < 1 || c.Threads > 256 {
+		return fmt.Errorf("threads %d: must be in [1, 256]", c.Threads)
+	}
+	if c.MemBytes == 0 {
+		c.MemBytes = 64 << 20
+	}
+	if c.MemBytes < 1<<20 || c.MemBytes > 8<<30 {
+		return fmt.Errorf("mem-bytes %d: must be in [1 MiB, 8 GiB]", c.MemBytes)
+	}
+	if c.Interval == 0 {
+		c.Interval = time.Second
+	}
+	if c.Interval < 10*time.Millisecond {
+		return fmt.Errorf("interval %v: at least 10ms", c.Interval)
+	}
+	return nil
+}
+
+// Progress is one line of a burner's progress file.
+type Progress struct {
+	// Time is when the line was written (RFC 3339, ns).
+	Time time.Time `json:"time"`
+	// Name and Kind say which burner.
+	Name string `json:"name,omitempty"`
+	Kind string `json:"kind"`
+	// Units is the number of units finished since the burner started.
+	Units int64 `json:"units"`
+	// Final is set on the line written when the burner stops (SIGTERM,
+	// eviction).
+	Final bool `json:"final,omitempty"`
+}
+
+// RunBurner burns until ctx ends, appending a progress line every
+// interval and a final one. It returns the units done.
+func RunBurner(ctx context.Context, cfg BurnerConfig) (int64, error) {
+	if err := cfg.Validate(); err != nil {
+		return 0, err
+	}
+	var f *os.File
+	if cfg.Progress != "" {
+		var err error
+		if f, err = os.OpenFile(cfg.Progress, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return 0, fmt.Errorf("opening the progress file: %w", err)
+		}
+		defer func() { _ = f.Close() }()
+	}
+	var units atomic.Int64
+	write := func(final bool) error {
+		if f == nil {
+			return nil
+		}
+		b, _ := json.Marshal(Progress{Time: time.Now(), Name: cfg.Name, Kind: cfg.Kind, Units: units.Load(), Final: final})
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("writing progress: %w", err)
+		}
+		return nil
+	}
+	if err := write(false); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var sink atomic.Uint64
+	for i := range cfg.Threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			var buf []uint64
+			if cfg.Kind == KindMem {
+				buf = make([]uint64, cfg.MemBytes/8)
+			}
+			x := uint64(i + 1)
+			for ctx.Err() == nil {
+				if cfg.Kind == KindCPU {
+					x = Spin(CPUUnitSteps, x)
+				} else {
+					x = memPass(buf, x)
+				}
+				units.Add(1)
+			}
+			sink.Add(x)
+		}()
+	}
+	tick := time.NewTicker(cfg.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return units.Load(), write(true)
+		case <-tick.C:
+			if err := write(false); err != nil {
+				cancel()
+				wg.Wait()
+				return units.Load(), err
+			}
+		}
+	}
+}
+
+// memPass reads and writes one word of every cache line of buf.
+func memPass(buf []uint64, x uint64) uint64 {
+	for i := 0; i < len(buf); i += 8 {
+		buf[i] += x
+		x ^= buf[i]
+	}
+	return x
+}
+
+// ReadProgress parses a progress file; a torn last line (being written)
+// is ignored.
+func ReadProgress(path string) ([]Progress, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []Progress
+	start := 0
+	for i, c := range b {
+		if c != '\n' {
+			continue
+		}
+		var p Progress
+		if err := json.Unmarshal(b[start:i], &p); err != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", path, len(out)+1, err)
+		}
+		out = append(out, p)
+		start = i + 1
+	}
+	return out, nil
+}
