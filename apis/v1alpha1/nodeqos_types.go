@@ -159,6 +159,8 @@ type WaterlineRule struct {
 	// Threshold is the waterline: cores for cpu_usage (at most 100k),
 	// bytes for memory_usage (at most 1Pi), percent (above 0, at most 100)
 	// for *_utilization. It must be greater than 0.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=32
 	Threshold resource.Quantity `json:"threshold"`
 	// Action is what crossing the line does.
 	Action QOSAction `json:"action"`
@@ -261,6 +263,15 @@ type NodeQOSSpec struct {
 	// Eviction tunes eviction.
 	// +optional
 	Eviction *EvictionPolicy `json:"eviction,omitempty"`
+	// ProtectedNamespaces lists namespaces whose pods the agent never
+	// throttles or evicts, whatever their priority or band label says,
+	// besides kube-system, which is always protected. The lists of the
+	// NodeQOS selecting a node add up.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	ProtectedNamespaces []string `json:"protectedNamespaces,omitempty"`
 	// DryRun makes the agent log, count and record events for what it would
 	// do without throttling or evicting anything.
 	// +optional

@@ -153,3 +153,37 @@ func TestMergeInverted(t *testing.T) {
 		t.Errorf("CheckOrder of throttle 70 / evict 90 = %v", err)
 	}
 }
+
+// TestProtectedNamespaces: a kube-system pod at Batch priority, or labelled
+// batch, and a pod of a namespace a NodeQOS protects are never throttled
+// nor evicted, while the same pod in another namespace is.
+func TestProtectedNamespaces(t *testing.T) {
+	nq := nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: ptr.To[int32](50)}
+		s.Memory = &v1alpha1.MemoryWaterlines{EvictPercent: ptr.To[int32](50)}
+		s.AvoidanceCount = ptr.To[int32](1)
+		s.ProtectedNamespaces = []string{"waterline-system"}
+	})
+	p := mustPlanner(t, nq)
+	cands := []Candidate{
+		cand(makePod("sys-batch").namespace("kube-system").cpu("1", "4"), usage{cpu: 3000, mem: 4 * gib}),
+		cand(makePod("sys-label").namespace("kube-system").priority(0).band("batch").cpu("1", "4"), usage{cpu: 3000, mem: 4 * gib}),
+		cand(makePod("wl-batch").namespace("waterline-system").cpu("1", "4"), usage{cpu: 3000, mem: 4 * gib}),
+		cand(makePod("user-batch").cpu("1", "4"), usage{cpu: 1000, mem: 1 * gib}),
+	}
+	// 8 cores and 13 GiB used on a 10-core, 10 GiB node: both lines crossed.
+	plan := p.Plan(NodeState{Usage: NodeUsage{MetricCPU: 8000, MetricMemory: 13 * gib}}, cands, Hysteresis{})
+	for _, e := range plan.Evictions {
+		if e.Pod.Name != "user-batch" {
+			t.Errorf("evicted protected pod %s", e.Pod)
+		}
+	}
+	for name := range changedQuotas(plan) {
+		if name != "user-batch" {
+			t.Errorf("throttled protected pod %s", name)
+		}
+	}
+	if len(plan.Evictions) == 0 && len(changedQuotas(plan)) == 0 {
+		t.Errorf("the unprotected pod was not acted on either: %v", plan.Reasons)
+	}
+}

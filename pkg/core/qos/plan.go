@@ -163,6 +163,7 @@ func NewPlanner(reg *Registry, wl *Waterlines) (*Planner, error) {
 	}
 	p := &Planner{wl: *wl, metrics: reg.Metrics()}
 	p.wl.Lines = slices.Clone(wl.Lines)
+	p.wl.ProtectedNamespaces = slices.Clone(wl.ProtectedNamespaces)
 	for i := range p.metrics {
 		m := &p.metrics[i]
 		if m.Throttleable && p.throttleFallback == nil {
@@ -237,13 +238,13 @@ func (p *Planner) Plan(node NodeState, candidates []Candidate, h Hysteresis) Pla
 	cy.slots = make([]slot, 0, len(candidates))
 	for i := range candidates {
 		c := &candidates[i]
-		if eligible(c) {
+		if eligible(c, p.wl.ProtectedNamespaces...) {
 			cy.slots = append(cy.slots, slot{c: c, quota: c.CPUQuotaMilli})
 		}
 	}
 	cy.order = make([]*slot, len(cy.slots))
 	if n := len(candidates) - len(cy.slots); n > 0 {
-		cy.reasonf("Ignored %d of %d pods: protected from node QoS (Prod/Mid band, DaemonSet, static/mirror, system-critical or terminating)", n, len(candidates))
+		cy.reasonf("Ignored %d of %d pods: protected from node QoS (Prod/Mid band, DaemonSet, static/mirror, system-critical, terminating, kube-system or a protected namespace)", n, len(candidates))
 	}
 
 	cy.forbidScheduling()
@@ -419,7 +420,7 @@ func (cy *cycle) evictCPU(l Line, m *Metric, usage int64) {
 			l.Metric, usage, l.Value, l.Source, cy.p.wl.CPUEviction.WindowSeconds)
 		return
 	}
-	now := SampleBECPU(cy.p.wl.Capacity.CPUMilli, usage, cy.all)
+	now := cy.p.SampleBECPU(usage, cy.all)
 	chk := CheckSatisfaction(cy.p.wl.CPUEviction, l.Value, *cy.node.CPUWindow, now)
 	if !chk.Evict() {
 		out.Mode = ModeHold

@@ -118,6 +118,10 @@ type Waterlines struct {
 	Throttle ThrottleParams
 	// CPUEviction tunes CPU eviction.
 	CPUEviction CPUEvictionParams
+	// ProtectedNamespaces are namespaces, besides kube-system, whose pods
+	// are never acted on (the union of NodeQOS spec.protectedNamespaces),
+	// sorted.
+	ProtectedNamespaces []string
 }
 
 // NewWaterlines returns waterlines without lines and default tuning.
@@ -327,6 +331,11 @@ func BuildWaterlines(nqs []*v1alpha1.NodeQOS, capacity Capacity) (*Waterlines, f
 		if len(lineErrs) > 0 {
 			errs = append(errs, lineErrs...)
 			continue
+		}
+		for _, ns := range nq.Spec.ProtectedNamespaces {
+			if i, found := slices.BinarySearch(w.ProtectedNamespaces, ns); !found {
+				w.ProtectedNamespaces = slices.Insert(w.ProtectedNamespaces, i, ns)
+			}
 		}
 		for _, l := range lines {
 			won := w.Add(l)
