@@ -668,14 +668,18 @@ func (cy *cycle) restore() {
 		out.Mode = ModeFallback
 	}
 	remaining := gap
+	// The room is shared in sort order, each pod charged what it can use
+	// of its raise (RestoreCPU): a pod not held by its quota is raised for
+	// nothing, even once the room is used up.
 	for _, s := range cy.sorted(GeneralSorter().Reverse()) {
 		if s.quota == NoQuota {
 			continue
 		}
-		if remaining != GapUnknown && remaining <= 0 {
-			break
+		room := remaining
+		if room != GapUnknown {
+			room = max(room, 0)
 		}
-		q, granted := fb.Restore(s.c, cy.throttleContext(s.quota, remaining))
+		q, granted := fb.Restore(s.c, cy.throttleContext(s.quota, room))
 		if q == s.quota {
 			continue
 		}
