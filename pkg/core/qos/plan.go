@@ -380,8 +380,12 @@ func (cy *cycle) evictPrecise(l Line, m *Metric, usage int64) {
 	already := cy.evictedRelease(m)
 	out.Pending = pending + already
 	remaining := gap - out.Pending
+	order := m.sorter()
+	if l.PriorityFirst {
+		order = PriorityReleaseSorter(l.Metric)
+	}
 	if remaining > 0 {
-		for _, s := range cy.sorted(m.sorter()) {
+		for _, s := range cy.sorted(order) {
 			rel := m.Evict(s.c)
 			if rel <= 0 {
 				// Evicting a pod that releases nothing of the metric is
@@ -437,7 +441,11 @@ func (cy *cycle) evictCPU(l Line, m *Metric, usage int64) {
 	}
 	remaining := out.Gap - out.Pending
 	if remaining > 0 {
-		for _, s := range cy.sorted(CPUEvictionSorter()) {
+		order := m.sorter()
+		if l.PriorityFirst {
+			order = CPUEvictionSorter()
+		}
+		for _, s := range cy.sorted(order) {
 			if s.c.CPURequestMilli <= 0 {
 				// Without a request the pod does not count in satisfaction;
 				// evicting it would not move it.

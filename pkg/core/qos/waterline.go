@@ -74,6 +74,11 @@ type Line struct {
 	RestoreCount int32
 	// Source says where the line came from, for reasons.
 	Source string
+	// PriorityFirst marks the evict lines of spec.cpu and spec.memory:
+	// their victims are the lowest priority first, then the pod whose
+	// eviction releases the most usage (PriorityReleaseSorter). Rule lines
+	// use their metric's sorter, QoS class first.
+	PriorityFirst bool
 }
 
 // ThrottleParams tune throttling and restoring (NodeQOS spec.throttle).
@@ -404,6 +409,7 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Pa
 		l := Line{
 			Action: a, Metric: m, Value: percentOf(capacityOf, int64(*pct)*1000),
 			AvoidanceCount: avoid, RestoreCount: restore, Source: source(p.String(), *pct),
+			PriorityFirst: a == ActionEvict,
 		}
 		lines = append(lines, l)
 		return l, true
