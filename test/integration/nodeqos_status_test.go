@@ -70,7 +70,9 @@ func TestNodeQOSStatus(t *testing.T) {
 		}
 		t.Fatalf("%s: %v", what, last)
 	}
-	cond := func(nq *v1alpha1.NodeQOS, typ string) *metav1.Condition { return meta.FindStatusCondition(nq.Status.Conditions, typ) }
+	cond := func(nq *v1alpha1.NodeQOS, typ string) *metav1.Condition {
+		return meta.FindStatusCondition(nq.Status.Conditions, typ)
+	}
 
 	waitFor("status of the overlapping, out-of-order pair", func(by map[string]*v1alpha1.NodeQOS) error {
 		ct, ae := by["colo-throttle"], by["all-evict"]
