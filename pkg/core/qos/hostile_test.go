@@ -187,3 +187,22 @@ func TestProtectedNamespaces(t *testing.T) {
 		t.Errorf("the unprotected pod was not acted on either: %v", plan.Reasons)
 	}
 }
+
+// TestNoLineAtZero: on a node so small that a 1 % line rounds to 0, the
+// object is refused rather than turned into a line every usage crosses.
+func TestNoLineAtZero(t *testing.T) {
+	tiny := Capacity{CPUMilli: 50, MemoryBytes: 50}
+	for name, edit := range map[string]func(s *v1alpha1.NodeQOSSpec){
+		"percent": func(s *v1alpha1.NodeQOSSpec) { s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: ptr.To[int32](1)} },
+		"utilization": func(s *v1alpha1.NodeQOSSpec) {
+			s.Rules = []v1alpha1.WaterlineRule{rule("r", v1alpha1.MetricMemoryUtilization, v1alpha1.ActionEvict, "1")}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wl, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nodeQOS("tiny", edit)}, tiny)
+			if len(errs) == 0 || len(wl.Lines) != 0 {
+				t.Errorf("accepted: lines %+v", wl.Lines)
+			}
+		})
+	}
+}

@@ -406,8 +406,15 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Pa
 		if !ok {
 			return Line{}, false
 		}
+		value := percentOf(capacityOf, int64(*pct)*1000)
+		if value <= 0 {
+			// A line at 0 is crossed by any usage.
+			errs = append(errs, field.Invalid(p, *pct,
+				fmt.Sprintf("is a line at 0 on a node whose %s capacity is %d", capField, capacityOf)))
+			return Line{}, false
+		}
 		l := Line{
-			Action: a, Metric: m, Value: percentOf(capacityOf, int64(*pct)*1000),
+			Action: a, Metric: m, Value: value,
 			AvoidanceCount: avoid, RestoreCount: restore, Source: source(p.String(), *pct),
 			PriorityFirst: a == ActionEvict,
 		}
@@ -515,12 +522,13 @@ func ruleValue(r *v1alpha1.WaterlineRule, capacity Capacity) (MetricName, int64,
 		if t.Cmp(maxCPUUsageThreshold) > 0 {
 			return MetricCPU, 0, fmt.Errorf("must not be above %s cores", v1alpha1.MaxCPUUsageThreshold)
 		}
-		return MetricCPU, t.MilliValue(), nil
+		// Sub-millicore thresholds round up, never down to a line at 0.
+		return MetricCPU, max(1, t.MilliValue()), nil
 	case v1alpha1.MetricMemoryUsage:
 		if t.Cmp(maxMemoryUsageThreshold) > 0 {
 			return MetricMemory, 0, fmt.Errorf("must not be above %s bytes", v1alpha1.MaxMemoryUsageThreshold)
 		}
-		return MetricMemory, t.Value(), nil
+		return MetricMemory, max(1, t.Value()), nil
 	case v1alpha1.MetricCPUUtilization, v1alpha1.MetricMemoryUtilization:
 		m := metricOfRule(r.Metric)
 		capacityOf := capacity.CPUMilli
@@ -534,7 +542,11 @@ func ruleValue(r *v1alpha1.WaterlineRule, capacity Capacity) (MetricName, int64,
 		if capacityOf <= 0 {
 			return m, 0, fmt.Errorf("a utilization needs the node's %s capacity, which is %d", strings.TrimSuffix(string(m), "_usage"), capacityOf)
 		}
-		return m, percentOf(capacityOf, milliPct), nil
+		v := percentOf(capacityOf, milliPct)
+		if v <= 0 {
+			return m, 0, fmt.Errorf("is a line at 0 on a node whose %s capacity is %d", strings.TrimSuffix(string(m), "_usage"), capacityOf)
+		}
+		return m, v, nil
 	}
 	return "", 0, nil
 }
