@@ -25,7 +25,7 @@ const (
 // +kubebuilder:validation:Enum=ForbidScheduling;Throttle;Evict
 type QOSAction string
 
-// Actions, from the mildest to the hardest (seed 002).
+// Actions, from the mildest to the hardest (docs/design/node-qos.md).
 const (
 	// ActionForbidScheduling stops new Batch/Free pods from being scheduled
 	// on the node (reported as the ForbidScheduling NodeMetric condition).
@@ -106,7 +106,8 @@ type MemoryWaterlines struct {
 	EvictPercent *int32 `json:"evictPercent,omitempty"`
 }
 
-// CPUEvictionPolicy is seed 002's satisfaction-based CPU eviction: CPU is
+// CPUEvictionPolicy is the satisfaction-based CPU eviction of the Alibaba
+// waterline article (docs/design/node-qos.md): CPU is
 // compressible, so Batch/Free pods are evicted only when the node stays over
 // the evict line and they are starved.
 // +kubebuilder:validation:XValidation:rule="!has(self.satisfactionLowerPercent) || !has(self.satisfactionUpperPercent) || self.satisfactionLowerPercent <= self.satisfactionUpperPercent",message="satisfactionLowerPercent must not be above satisfactionUpperPercent",fieldPath=".satisfactionLowerPercent"
@@ -141,7 +142,8 @@ type CPUEvictionPolicy struct {
 	BEUsageThresholdPercent *int32 `json:"beUsageThresholdPercent,omitempty"`
 }
 
-// WaterlineRule is a generic waterline (seed 000): when the metric is above
+// WaterlineRule is a generic waterline (Crane precise execution,
+// docs/design/node-qos.md): when the metric is above
 // the threshold for avoidanceCount samples in a row, act; when it is below
 // for restoreCount samples, undo (throttle only).
 // +kubebuilder:validation:XValidation:rule="!(self.metric.startsWith('memory') && self.action == 'Throttle')",message="memory cannot be throttled: use Evict or ForbidScheduling",fieldPath=".action"
@@ -229,16 +231,16 @@ type NodeQOSSpec struct {
 	// NodeSelector picks the nodes. Empty selects every node.
 	// +optional
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
-	// CPU waterlines (seed 002).
+	// CPU waterlines (docs/design/node-qos.md).
 	// +optional
 	CPU *CPUWaterlines `json:"cpu,omitempty"`
-	// Memory waterlines (seed 002).
+	// Memory waterlines (docs/design/node-qos.md).
 	// +optional
 	Memory *MemoryWaterlines `json:"memory,omitempty"`
 	// CPUEviction is the satisfaction-based CPU eviction rule.
 	// +optional
 	CPUEviction *CPUEvictionPolicy `json:"cpuEviction,omitempty"`
-	// Rules are generic waterlines on node metrics (seed 000).
+	// Rules are generic waterlines on node metrics (docs/design/node-qos.md).
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32

@@ -35,13 +35,13 @@ import (
 type NodeQOSSpecApplyConfiguration struct {
 	// NodeSelector picks the nodes. Empty selects every node.
 	NodeSelector *v1.LabelSelectorApplyConfiguration `json:"nodeSelector,omitempty"`
-	// CPU waterlines (seed 002).
+	// CPU waterlines (docs/design/node-qos.md).
 	CPU *CPUWaterlinesApplyConfiguration `json:"cpu,omitempty"`
-	// Memory waterlines (seed 002).
+	// Memory waterlines (docs/design/node-qos.md).
 	Memory *MemoryWaterlinesApplyConfiguration `json:"memory,omitempty"`
 	// CPUEviction is the satisfaction-based CPU eviction rule.
 	CPUEviction *CPUEvictionPolicyApplyConfiguration `json:"cpuEviction,omitempty"`
-	// Rules are generic waterlines on node metrics (seed 000).
+	// Rules are generic waterlines on node metrics (docs/design/node-qos.md).
 	Rules []WaterlineRuleApplyConfiguration `json:"rules,omitempty"`
 	// AvoidanceCount is how many consecutive samples over a line trigger its
 	// action, so that one noisy sample does not.

@@ -26,7 +26,8 @@ import (
 // WaterlineRuleApplyConfiguration represents a declarative configuration of the WaterlineRule type for use
 // with apply.
 //
-// WaterlineRule is a generic waterline (seed 000): when the metric is above
+// WaterlineRule is a generic waterline (Crane precise execution,
+// docs/design/node-qos.md): when the metric is above
 // the threshold for avoidanceCount samples in a row, act; when it is below
 // for restoreCount samples, undo (throttle only).
 type WaterlineRuleApplyConfiguration struct {
