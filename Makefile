@@ -65,6 +65,19 @@ test: tools test-deps ## Run unit and integration tests (real etcd, kube-apiserv
 test-unit: ## Run the tests that need no control plane
 	$(GO) test -short $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/)
 
+# How long `make fuzz` runs each fuzz target.
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Fuzz every parser of user input, one target at a time for FUZZTIME each (make test runs their seed corpora)
+	@grep -rl --include='*_test.go' --exclude-dir=_output '^func Fuzz' . | sort | while read -r f; do \
+		pkg=./$$(dirname "$${f#./}"); \
+		for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
+			echo "== $$pkg $$fn ($(FUZZTIME))"; \
+			$(GO) test "$$pkg" -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) || exit 1; \
+		done; \
+	done
+
 .PHONY: bench
 bench: ## Run every benchmark once (numbers go in the package READMEs)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x $(TEST_FLAGS) ./...

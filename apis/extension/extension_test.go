@@ -108,6 +108,32 @@ func TestQoSProtection(t *testing.T) {
 	}
 }
 
+// TestKubeSystemProtected: a kube-system pod is never a node QoS
+// candidate, even at Batch priority or labelled into the batch band.
+func TestKubeSystemProtected(t *testing.T) {
+	inNS := func(ns string) podOpt { return func(p *corev1.Pod) { p.Namespace = ns } }
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want ProtectionReason
+	}{
+		{"kube-system at Batch priority", makePod(inNS("kube-system"), priority(5500)), ProtectedNamespace},
+		{"kube-system labelled batch", makePod(inNS("kube-system"), label(LabelBand, "batch")), ProtectedNamespace},
+		{"kube-system labelled free at Free priority", makePod(inNS("kube-system"), priority(3000), label(LabelBand, "free")), ProtectedNamespace},
+		{"the same pod elsewhere is a candidate", makePod(inNS("default"), priority(5500)), NotProtected},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := QoSProtection(tc.pod); got != tc.want {
+				t.Errorf("QoSProtection = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if !IsProtectedNamespace("waterline-system", "waterline-system") || IsProtectedNamespace("default", "waterline-system") {
+		t.Error("IsProtectedNamespace ignores its extra namespaces")
+	}
+}
+
 func TestTierResources(t *testing.T) {
 	for band, want := range map[Band][2]corev1.ResourceName{
 		BandMid:   {ResourceMidCPU, ResourceMidMemory},

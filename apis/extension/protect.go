@@ -18,15 +18,35 @@ const (
 	ProtectedSystemCritical ProtectionReason = "system-critical pod"
 	ProtectedTerminating    ProtectionReason = "already terminating"
 	ProtectedPriority       ProtectionReason = "priority in the mid or prod range"
+	ProtectedNamespace      ProtectionReason = "protected namespace"
 )
+
+// IsProtectedNamespace reports whether node QoS must leave every pod of ns
+// alone whatever its priority or band label says: kube-system, where the
+// cluster's own components run, always; and the namespaces in extra (NodeQOS
+// spec.protectedNamespaces, where the chart adds the namespace it installs
+// Waterline into).
+func IsProtectedNamespace(ns string, extra ...string) bool {
+	if ns == metav1.NamespaceSystem {
+		return true
+	}
+	for _, p := range extra {
+		if ns == p {
+			return true
+		}
+	}
+	return false
+}
 
 // QoSProtection returns why node QoS must never throttle or evict the pod,
 // or NotProtected. The rules are absolute: Prod and Mid pods, pods whose
 // priority lies in the Mid range or above, DaemonSet pods, static and
-// mirror pods and system-critical pods are never candidates, whatever their
-// band label says.
+// mirror pods, system-critical pods and pods of kube-system are never
+// candidates, whatever their band label says.
 func QoSProtection(pod *corev1.Pod) ProtectionReason {
 	switch {
+	case IsProtectedNamespace(pod.Namespace):
+		return ProtectedNamespace
 	case IsSystemCritical(pod):
 		return ProtectedSystemCritical
 	case IsStaticOrMirrorPod(pod):

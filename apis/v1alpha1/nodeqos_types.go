@@ -5,12 +5,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Bounds of NodeQOS values. The schema declares the same numbers in its
+// markers and CEL rules; the agent checks them again, so an object written
+// before the schema had them is refused too. Above them a threshold would
+// overflow int64 in millicores or bytes and wrap to a line at or near 0,
+// which evicts every Batch pod of the node.
+const (
+	// MaxCPUUsageThreshold is the highest cpu_usage rule threshold, in cores.
+	MaxCPUUsageThreshold = "100k"
+	// MaxMemoryUsageThreshold is the highest memory_usage rule threshold.
+	MaxMemoryUsageThreshold = "1Pi"
+	// MaxEvictionsPerMinute is the highest eviction.maxPerMinute: ten a
+	// second is already far past what a node needs.
+	MaxEvictionsPerMinute int32 = 600
+)
+
 // QOSAction is what the agent does to low-priority pods when a waterline is
 // crossed.
 // +kubebuilder:validation:Enum=ForbidScheduling;Throttle;Evict
 type QOSAction string
 
-// Actions, from the mildest to the hardest (seed 002).
+// Actions, from the mildest to the hardest (docs/design/node-qos.md).
 const (
 	// ActionForbidScheduling stops new Batch/Free pods from being scheduled
 	// on the node (reported as the ForbidScheduling NodeMetric condition).
@@ -47,26 +62,26 @@ const (
 type CPUWaterlines struct {
 	// ForbidSchedulingPercent: above it, no new Batch/Free pods are
 	// scheduled on the node.
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	ForbidSchedulingPercent *int32 `json:"forbidSchedulingPercent,omitempty"`
 	// ThrottlePercent: above it, Batch/Free pods are throttled, one at a
 	// time, until node usage is back under the line.
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	ThrottlePercent *int32 `json:"throttlePercent,omitempty"`
 	// RestorePercent: below it, throttled pods get their CPU back step by
 	// step. Defaults to throttlePercent; a lower value adds hysteresis.
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	RestorePercent *int32 `json:"restorePercent,omitempty"`
 	// EvictPercent: when the window average is above it and Batch/Free pods
 	// are starved (see cpuEviction), they are evicted, lowest priority
 	// first, until the gap is closed.
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	EvictPercent *int32 `json:"evictPercent,omitempty"`
@@ -79,19 +94,20 @@ type CPUWaterlines struct {
 type MemoryWaterlines struct {
 	// ForbidSchedulingPercent: above it, no new Batch/Free pods are
 	// scheduled on the node.
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	ForbidSchedulingPercent *int32 `json:"forbidSchedulingPercent,omitempty"`
 	// EvictPercent: above it, Batch/Free pods are evicted at once, lowest
 	// priority first then largest, until usage is back under the line.
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	EvictPercent *int32 `json:"evictPercent,omitempty"`
 }
 
-// CPUEvictionPolicy is seed 002's satisfaction-based CPU eviction: CPU is
+// CPUEvictionPolicy is the satisfaction-based CPU eviction of the Alibaba
+// waterline article (docs/design/node-qos.md): CPU is
 // compressible, so Batch/Free pods are evicted only when the node stays over
 // the evict line and they are starved.
 // +kubebuilder:validation:XValidation:rule="!has(self.satisfactionLowerPercent) || !has(self.satisfactionUpperPercent) || self.satisfactionLowerPercent <= self.satisfactionUpperPercent",message="satisfactionLowerPercent must not be above satisfactionUpperPercent",fieldPath=".satisfactionLowerPercent"
@@ -126,10 +142,15 @@ type CPUEvictionPolicy struct {
 	BEUsageThresholdPercent *int32 `json:"beUsageThresholdPercent,omitempty"`
 }
 
-// WaterlineRule is a generic waterline (seed 000): when the metric is above
+// WaterlineRule is a generic waterline (Crane precise execution,
+// docs/design/node-qos.md): when the metric is above
 // the threshold for avoidanceCount samples in a row, act; when it is below
 // for restoreCount samples, undo (throttle only).
 // +kubebuilder:validation:XValidation:rule="!(self.metric.startsWith('memory') && self.action == 'Throttle')",message="memory cannot be throttled: use Evict or ForbidScheduling",fieldPath=".action"
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.threshold)).isGreaterThan(quantity('0'))",message="threshold must be greater than 0",fieldPath=".threshold"
+// +kubebuilder:validation:XValidation:rule="self.metric != 'cpu_usage' || quantity(string(self.threshold)).compareTo(quantity('100k')) <= 0",message="a cpu_usage threshold must not be above 100k cores",fieldPath=".threshold"
+// +kubebuilder:validation:XValidation:rule="self.metric != 'memory_usage' || quantity(string(self.threshold)).compareTo(quantity('1Pi')) <= 0",message="a memory_usage threshold must not be above 1Pi",fieldPath=".threshold"
+// +kubebuilder:validation:XValidation:rule="!self.metric.endsWith('_utilization') || quantity(string(self.threshold)).compareTo(quantity('100')) <= 0",message="a utilization threshold is a percent and must not be above 100",fieldPath=".threshold"
 type WaterlineRule struct {
 	// Name identifies the rule in events and logs.
 	// +kubebuilder:validation:MinLength=1
@@ -137,8 +158,11 @@ type WaterlineRule struct {
 	Name string `json:"name"`
 	// Metric is the node metric compared with the threshold.
 	Metric QOSMetric `json:"metric"`
-	// Threshold is the waterline: cores for cpu_usage, bytes for
-	// memory_usage, percent (0-100) for *_utilization.
+	// Threshold is the waterline: cores for cpu_usage (at most 100k),
+	// bytes for memory_usage (at most 1Pi), percent (above 0, at most 100)
+	// for *_utilization. It must be greater than 0.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=32
 	Threshold resource.Quantity `json:"threshold"`
 	// Action is what crossing the line does.
 	Action QOSAction `json:"action"`
@@ -182,8 +206,9 @@ type EvictionPolicy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
-	// MaxPerMinute caps evictions by this node's agent.
+	// MaxPerMinute caps evictions by this node's agent (1 to 600).
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=600
 	// +kubebuilder:default=10
 	// +optional
 	MaxPerMinute *int32 `json:"maxPerMinute,omitempty"`
@@ -191,21 +216,31 @@ type EvictionPolicy struct {
 
 // NodeQOSSpec sets the node waterlines for the nodes it selects. When
 // several NodeQOS select a node, for each action and metric the lowest
-// waterline wins.
+// waterline wins; a merge whose lines end out of order (forbid scheduling
+// <= throttle < evict) is refused by the agent, which keeps its last good
+// lines. The rules below catch what one object shows; a cpu_usage rule
+// against a cpu_utilization one needs the node's capacity and is checked by
+// the agent.
+// +kubebuilder:validation:XValidation:rule="!has(self.rules) || self.rules.all(e, e.action != 'Evict' || self.rules.all(o, o.metric != e.metric || o.action == 'Evict' || quantity(string(e.threshold)).isGreaterThan(quantity(string(o.threshold)))))",message="an Evict rule's threshold must be above the Throttle and ForbidScheduling thresholds of the same metric",fieldPath=".rules"
+// +kubebuilder:validation:XValidation:rule="!has(self.rules) || self.rules.all(f, f.action != 'ForbidScheduling' || self.rules.all(o, o.metric != f.metric || o.action != 'Throttle' || !quantity(string(f.threshold)).isGreaterThan(quantity(string(o.threshold)))))",message="a ForbidScheduling rule's threshold must not be above the Throttle threshold of the same metric",fieldPath=".rules"
+// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || !has(self.rules) || self.rules.all(r, r.metric != 'cpu_utilization' || r.action != 'Evict' || ((!has(self.cpu.throttlePercent) || quantity(string(r.threshold)).asApproximateFloat() > double(self.cpu.throttlePercent)) && (!has(self.cpu.forbidSchedulingPercent) || quantity(string(r.threshold)).asApproximateFloat() > double(self.cpu.forbidSchedulingPercent))))",message="a cpu_utilization Evict rule must be above cpu.throttlePercent and cpu.forbidSchedulingPercent",fieldPath=".rules"
+// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || !has(self.rules) || self.rules.all(r, r.metric != 'cpu_utilization' || r.action == 'Evict' || !has(self.cpu.evictPercent) || quantity(string(r.threshold)).asApproximateFloat() < double(self.cpu.evictPercent))",message="a cpu_utilization Throttle or ForbidScheduling rule must be below cpu.evictPercent",fieldPath=".rules"
+// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || !has(self.rules) || self.rules.all(r, r.metric != 'cpu_utilization' || ((r.action != 'Throttle' || !has(self.cpu.forbidSchedulingPercent) || quantity(string(r.threshold)).asApproximateFloat() >= double(self.cpu.forbidSchedulingPercent)) && (r.action != 'ForbidScheduling' || !has(self.cpu.throttlePercent) || quantity(string(r.threshold)).asApproximateFloat() <= double(self.cpu.throttlePercent))))",message="cpu_utilization rules and cpu percents must keep forbidScheduling <= throttle",fieldPath=".rules"
+// +kubebuilder:validation:XValidation:rule="!has(self.memory) || !has(self.rules) || self.rules.all(r, r.metric != 'memory_utilization' || ((r.action != 'Evict' || !has(self.memory.forbidSchedulingPercent) || quantity(string(r.threshold)).asApproximateFloat() > double(self.memory.forbidSchedulingPercent)) && (r.action != 'ForbidScheduling' || !has(self.memory.evictPercent) || quantity(string(r.threshold)).asApproximateFloat() < double(self.memory.evictPercent))))",message="memory_utilization rules and memory percents must keep forbidScheduling < evict",fieldPath=".rules"
 type NodeQOSSpec struct {
 	// NodeSelector picks the nodes. Empty selects every node.
 	// +optional
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
-	// CPU waterlines (seed 002).
+	// CPU waterlines (docs/design/node-qos.md).
 	// +optional
 	CPU *CPUWaterlines `json:"cpu,omitempty"`
-	// Memory waterlines (seed 002).
+	// Memory waterlines (docs/design/node-qos.md).
 	// +optional
 	Memory *MemoryWaterlines `json:"memory,omitempty"`
 	// CPUEviction is the satisfaction-based CPU eviction rule.
 	// +optional
 	CPUEviction *CPUEvictionPolicy `json:"cpuEviction,omitempty"`
-	// Rules are generic waterlines on node metrics (seed 000).
+	// Rules are generic waterlines on node metrics (docs/design/node-qos.md).
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
@@ -230,6 +265,15 @@ type NodeQOSSpec struct {
 	// Eviction tunes eviction.
 	// +optional
 	Eviction *EvictionPolicy `json:"eviction,omitempty"`
+	// ProtectedNamespaces lists namespaces whose pods the agent never
+	// throttles or evicts, whatever their priority or band label says,
+	// besides kube-system, which is always protected. The lists of the
+	// NodeQOS selecting a node add up.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	ProtectedNamespaces []string `json:"protectedNamespaces,omitempty"`
 	// DryRun makes the agent log, count and record events for what it would
 	// do without throttling or evicting anything.
 	// +optional

@@ -85,7 +85,7 @@ func TestNodeQOSValidation(t *testing.T) {
 		{
 			name:    "negative percent",
 			mem:     &waterlinev1alpha1.MemoryWaterlines{EvictPercent: ptr.To[int32](-1)},
-			wantErr: []string{"spec.memory.evictPercent", "greater than or equal to 0"},
+			wantErr: []string{"spec.memory.evictPercent", "greater than or equal to 1"},
 		},
 		{
 			name:    "throttle below forbid scheduling",

@@ -242,7 +242,16 @@ spec:
 		}
 		got = append(got, f)
 	}
-	want := []finding{{Pod: "default/prod-pending", Outcome: "Preempts", Node: "kwok-node-0", Victims: []string{"default/batch-a", "default/batch-b"}}}
+	// Victims come most important first: same priority here, so the one
+	// that started first, then by name (pkg/core/preemption). kwok may start
+	// batch-b a second before batch-a; the order follows what it did.
+	victims := []string{"default/batch-a", "default/batch-b"}
+	startA := l.kubectl(t, "get", "pod", "batch-a", "-o", "jsonpath={.status.startTime}")
+	startB := l.kubectl(t, "get", "pod", "batch-b", "-o", "jsonpath={.status.startTime}")
+	if ta, tb := mustTime(t, startA), mustTime(t, startB); tb.Before(ta) {
+		victims = []string{"default/batch-b", "default/batch-a"}
+	}
+	want := []finding{{Pod: "default/prod-pending", Outcome: "Preempts", Node: "kwok-node-0", Victims: victims}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("audit dry run (-want +got):\n%s\nfull report:\n%s", diff, out)
 	}
@@ -252,6 +261,16 @@ spec:
 			t.Errorf("%s is %q after the audit, want Running", name, phase)
 		}
 	}
+}
+
+// mustTime parses an RFC 3339 time kubectl printed.
+func mustTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatalf("parsing start time %q: %v", s, err)
+	}
+	return v
 }
 
 // processesUnder returns the pids of processes whose command line mentions

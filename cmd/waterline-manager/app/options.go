@@ -104,9 +104,10 @@ func (o *Options) QuotaConfig() (quota.Config, bool) {
 const (
 	ControllerNodeMetric = "nodemetric"
 	ControllerTiers      = "tiers"
+	ControllerNodeQOS    = "nodeqos"
 )
 
-var knownControllers = []string{ControllerNodeMetric, ControllerTiers}
+var knownControllers = []string{ControllerNodeMetric, ControllerTiers, ControllerNodeQOS}
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {

@@ -27,6 +27,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
 	"github.com/waterline-dev/waterline/pkg/manager/nodemetric"
+	"github.com/waterline-dev/waterline/pkg/manager/nodeqos"
 	"github.com/waterline-dev/waterline/pkg/manager/tiers"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/agentscope"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
@@ -175,6 +176,11 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 				return fmt.Errorf("setting up the priority-class quota webhook: %w", err)
 			}
 			mgr.GetWebhookServer().Register(quota.Path, &webhook.Admission{Handler: h})
+		}
+	}
+	if opts.Enabled(ControllerNodeQOS) {
+		if err := (&nodeqos.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", nodeqos.ControllerName, err)
 		}
 	}
 	if opts.Enabled(ControllerTiers) {

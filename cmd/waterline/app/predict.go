@@ -399,6 +399,10 @@ func (o predictOptions) load(path string) ([]resourceTrace, error) {
 	)
 	switch o.trace {
 	case traceAlibabaV2018:
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			// Name the file, not its folder, in what follows.
+			path = filepath.Join(path, trace.MachineUsageFile)
+		}
 		traces, err = loadAlibaba(path)
 	case traceBitbrains:
 		traces, err = loadBitbrains(path, o.vmsPerNode)
@@ -407,12 +411,19 @@ func (o predictOptions) load(path string) ([]resourceTrace, error) {
 		return nil, err
 	}
 	var keep []resourceTrace
+	nodes := 0
 	for _, rt := range traces {
 		for _, r := range o.resources {
 			if rt.resource == r {
 				keep = append(keep, rt)
+				nodes += len(rt.nodes)
 			}
 		}
+	}
+	if nodes == 0 {
+		// Scoring nothing would print a table of blank model names and
+		// exit 0, which reads as a result.
+		return nil, fmt.Errorf("%s trace %s holds no usage samples of %s", o.trace, path, strings.Join(o.resources, " or "))
 	}
 	return keep, nil
 }

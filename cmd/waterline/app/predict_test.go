@@ -189,3 +189,38 @@ func TestPredictSharedTraces(t *testing.T) {
 		})
 	}
 }
+
+// TestPredictEmptyTrace: an empty trace (no file content, or only a header
+// row of nothing) must fail naming the file, not print a table of blank
+// model names and exit 0.
+func TestPredictEmptyTrace(t *testing.T) {
+	for name, args := range map[string]func(dir string) []string{
+		"alibaba-v2018 empty file": func(dir string) []string {
+			p := filepath.Join(dir, "machine_usage.csv")
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"--path", p}
+		},
+		"alibaba-v2018 folder with an empty file": func(dir string) []string {
+			if err := os.WriteFile(filepath.Join(dir, "machine_usage.csv"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"--path", dir}
+		},
+		"bitbrains empty folder": func(dir string) []string {
+			return []string{"--trace", "bitbrains", "--path", dir}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			out, err := runPredictCmd(t, args(dir)...)
+			if err == nil {
+				t.Fatalf("predict on an empty trace succeeded; output:\n%s", out)
+			}
+			if !strings.Contains(err.Error(), dir) || strings.HasPrefix(name, "alibaba") && !strings.Contains(err.Error(), "machine_usage.csv") {
+				t.Errorf("error %q does not name the trace %s", err, dir)
+			}
+		})
+	}
+}

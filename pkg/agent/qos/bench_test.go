@@ -59,7 +59,7 @@ func benchNode(nodeCPUMilli, nodeMemGiB int64) *agent.Snapshot {
 		CPU:            &v1alpha1.CPUWaterlines{ForbidSchedulingPercent: ptr.To[int32](60), ThrottlePercent: ptr.To[int32](70), EvictPercent: ptr.To[int32](90)},
 		Memory:         &v1alpha1.MemoryWaterlines{EvictPercent: ptr.To[int32](80)},
 		AvoidanceCount: ptr.To[int32](1),
-		Eviction:       &v1alpha1.EvictionPolicy{MaxPerMinute: ptr.To[int32](100000)},
+		Eviction:       &v1alpha1.EvictionPolicy{MaxPerMinute: ptr.To(v1alpha1.MaxEvictionsPerMinute)},
 	}}
 	return &agent.Snapshot{Time: s.Time, Sample: s, Node: node, Pods: pods, NodeQOSes: []*v1alpha1.NodeQOS{nq}}
 }

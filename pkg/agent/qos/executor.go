@@ -85,6 +85,7 @@ type Executor struct {
 
 	planner    *coreqos.Planner
 	plannerKey uint64
+	refusedKey uint64 // the NodeQOS set whose merge was refused last (merge.go)
 	capacity   coreqos.Capacity
 	window     time.Duration
 	hasLines   bool
@@ -231,6 +232,9 @@ func (e *Executor) refresh(logger klog.Logger, s *agent.Snapshot) error {
 	selected, errs := coreqos.SelectNodeQOS(all, s.Node.Labels)
 	wl, buildErrs := coreqos.BuildWaterlines(selected, capacity)
 	errs = append(errs, buildErrs...)
+	if err := wl.CheckOrder(); err != nil {
+		return e.refuseMerge(logger, s, key, err)
+	}
 	if len(errs) > 0 {
 		logger.Error(errs.ToAggregate(), "Ignoring NodeQOS objects that cannot be applied; the valid ones still apply")
 		e.d.Recorder.Eventf(s.Node, corev1.EventTypeWarning, "InvalidNodeQOS", "Ignoring NodeQOS objects that cannot be applied: %v", errs.ToAggregate())

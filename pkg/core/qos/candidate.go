@@ -123,10 +123,12 @@ func NewCandidate(pod *corev1.Pod, u PodUsage) Candidate {
 
 // eligible reports whether the planner may act on c. Both the pod and the
 // band the candidate claims must say so: a candidate whose fields were
-// edited into a low band while its pod is Prod is still refused.
-func eligible(c *Candidate) bool {
+// edited into a low band while its pod is Prod is still refused. Pods of
+// kube-system and of the protectedNamespaces are refused too.
+func eligible(c *Candidate, protectedNamespaces ...string) bool {
 	return c.Pod != nil && c.Band.IsLowPriority() &&
-		extension.QoSProtection(c.Pod) == extension.NotProtected
+		extension.QoSProtection(c.Pod) == extension.NotProtected &&
+		!extension.IsProtectedNamespace(c.Pod.Namespace, protectedNamespaces...)
 }
 
 // terminatingLowPriority reports whether c is a Batch/Free pod already on its

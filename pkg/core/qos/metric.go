@@ -268,6 +268,11 @@ func cpuStepMilli(c *Candidate, stepPercent int32, nodeCPUMilli int64) (step, ba
 	return max(1, base*int64(stepPercent)/100), base
 }
 
+// quotaBindingPercent: a pod using at least this percent of its quota is
+// held by it. CFS accounting shows a pinned pod at 95-100 % of its quota;
+// 90 leaves room for a sample that straddles a quota change.
+const quotaBindingPercent = 90
+
 // ThrottleCPU is cpu_usage's ThrottleFunc. The new quota is usage minus the
 // remaining gap, so that the pod alone closes it when it can, but never
 // below CPUFloorMilli and never above the quota planned so far. With an
@@ -292,11 +297,25 @@ func ThrottleCPU(c *Candidate, ctx ThrottleContext) (quotaMilli, released int64)
 // (StepPercent of the limit, or of the node's CPU) but by no more than the
 // remaining restore gap, all in millicores; a quota that would reach the
 // limit (or the node's CPU) becomes NoQuota.
+//
+// What it charges against the room is what the pod can use of the raise.
+// A pod held by its quota (using at least quotaBindingPercent of it) can
+// use all of it. A pod using well under its quota is not held by it: the
+// raise changes nothing it uses now, so it is raised a step for nothing,
+// and the room goes to the pods that are held down (charging the full
+// raise let an idle throttled pod take the room cycle after cycle while a
+// pod pinned at its quota got none).
 func RestoreCPU(c *Candidate, ctx ThrottleContext) (quotaMilli, granted int64) {
 	if ctx.QuotaMilli == NoQuota {
 		return NoQuota, 0
 	}
 	inc, base := cpuStepMilli(c, ctx.StepPercent, ctx.NodeCPUMilli)
+	if c.CPUUsageMilli*100 < ctx.QuotaMilli*quotaBindingPercent {
+		if next := ctx.QuotaMilli + inc; next < base {
+			return next, 0
+		}
+		return NoQuota, 0
+	}
 	if ctx.Remaining != GapUnknown {
 		inc = min(inc, ctx.Remaining)
 	}

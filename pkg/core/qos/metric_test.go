@@ -154,25 +154,36 @@ func TestRestoreCPU(t *testing.T) {
 		name                   string
 		pod                    *podBuilder
 		quota, remaining       int64
+		usage                  int64 // 0: pinned at the quota
 		wantQuota, wantGranted int64
 	}{
 		// Step = 10 % of the 4000m limit = 400m.
-		{"one step of the limit", limited, 1000, 5000, 1400, 400},
+		{"one step of the limit", limited, 1000, 5000, 0, 1400, 400},
 		// Step 400m capped at the 150m left of the restore gap.
-		{"capped by the remaining gap in millicores", limited, 1000, 150, 1150, 150},
+		{"capped by the remaining gap in millicores", limited, 1000, 150, 0, 1150, 150},
 		// 3800 + 400 ≥ 4000: back to no quota; 200m granted.
-		{"reaching the limit removes the quota", limited, 3800, 5000, NoQuota, 200},
+		{"reaching the limit removes the quota", limited, 3800, 5000, 0, NoQuota, 200},
 		// No limit: step = 10 % of the 10 000m node = 1000m.
-		{"without a limit the step is of the node", unlimited, 500, 5000, 1500, 1000},
+		{"without a limit the step is of the node", unlimited, 500, 5000, 0, 1500, 1000},
 		// 9500 + 1000 ≥ 10 000m node: no quota.
-		{"without a limit, reaching the node removes the quota", unlimited, 9500, 5000, NoQuota, 500},
-		{"no gap left: unchanged", limited, 1000, 0, 1000, 0},
-		{"not throttled: unchanged", limited, NoQuota, 5000, NoQuota, 0},
-		{"unknown gap: a full step", limited, 1000, GapUnknown, 1400, 400},
+		{"without a limit, reaching the node removes the quota", unlimited, 9500, 5000, 0, NoQuota, 500},
+		{"no gap left: unchanged", limited, 1000, 0, 0, 1000, 0},
+		{"not throttled: unchanged", limited, NoQuota, 5000, 100, NoQuota, 0},
+		{"unknown gap: a full step", limited, 1000, GapUnknown, 0, 1400, 400},
+		// At 90 % of its quota a pod is held by it: charged in full.
+		{"at 90 % of its quota the raise is charged", limited, 1000, 5000, 900, 1400, 400},
+		// A pod using 500m of an 800m quota is not held by it: a raise
+		// changes nothing it uses, so it costs the room nothing.
+		{"using well under its quota: a step for nothing", limited, 800, 150, 500, 1200, 0},
+		{"using well under its quota, reaching the limit", limited, 3800, 150, 500, NoQuota, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := cand(tt.pod, usage{cpu: 100})
+			use := tt.usage
+			if use == 0 {
+				use = tt.quota
+			}
+			c := cand(tt.pod, usage{cpu: use})
 			q, g := RestoreCPU(&c, ThrottleContext{QuotaMilli: tt.quota, Remaining: tt.remaining,
 				StepPercent: 10, MinCPUPercent: 10, NodeCPUMilli: 10_000})
 			if diff := cmp.Diff([2]int64{tt.wantQuota, tt.wantGranted}, [2]int64{q, g}); diff != "" {

@@ -163,6 +163,7 @@ func NewPlanner(reg *Registry, wl *Waterlines) (*Planner, error) {
 	}
 	p := &Planner{wl: *wl, metrics: reg.Metrics()}
 	p.wl.Lines = slices.Clone(wl.Lines)
+	p.wl.ProtectedNamespaces = slices.Clone(wl.ProtectedNamespaces)
 	for i := range p.metrics {
 		m := &p.metrics[i]
 		if m.Throttleable && p.throttleFallback == nil {
@@ -237,13 +238,13 @@ func (p *Planner) Plan(node NodeState, candidates []Candidate, h Hysteresis) Pla
 	cy.slots = make([]slot, 0, len(candidates))
 	for i := range candidates {
 		c := &candidates[i]
-		if eligible(c) {
+		if eligible(c, p.wl.ProtectedNamespaces...) {
 			cy.slots = append(cy.slots, slot{c: c, quota: c.CPUQuotaMilli})
 		}
 	}
 	cy.order = make([]*slot, len(cy.slots))
 	if n := len(candidates) - len(cy.slots); n > 0 {
-		cy.reasonf("Ignored %d of %d pods: protected from node QoS (Prod/Mid band, DaemonSet, static/mirror, system-critical or terminating)", n, len(candidates))
+		cy.reasonf("Ignored %d of %d pods: protected from node QoS (Prod/Mid band, DaemonSet, static/mirror, system-critical, terminating, kube-system or a protected namespace)", n, len(candidates))
 	}
 
 	cy.forbidScheduling()
@@ -379,8 +380,12 @@ func (cy *cycle) evictPrecise(l Line, m *Metric, usage int64) {
 	already := cy.evictedRelease(m)
 	out.Pending = pending + already
 	remaining := gap - out.Pending
+	order := m.sorter()
+	if l.PriorityFirst {
+		order = PriorityReleaseSorter(l.Metric)
+	}
 	if remaining > 0 {
-		for _, s := range cy.sorted(m.sorter()) {
+		for _, s := range cy.sorted(order) {
 			rel := m.Evict(s.c)
 			if rel <= 0 {
 				// Evicting a pod that releases nothing of the metric is
@@ -419,7 +424,7 @@ func (cy *cycle) evictCPU(l Line, m *Metric, usage int64) {
 			l.Metric, usage, l.Value, l.Source, cy.p.wl.CPUEviction.WindowSeconds)
 		return
 	}
-	now := SampleBECPU(cy.p.wl.Capacity.CPUMilli, usage, cy.all)
+	now := cy.p.SampleBECPU(usage, cy.all)
 	chk := CheckSatisfaction(cy.p.wl.CPUEviction, l.Value, *cy.node.CPUWindow, now)
 	if !chk.Evict() {
 		out.Mode = ModeHold
@@ -436,7 +441,11 @@ func (cy *cycle) evictCPU(l Line, m *Metric, usage int64) {
 	}
 	remaining := out.Gap - out.Pending
 	if remaining > 0 {
-		for _, s := range cy.sorted(CPUEvictionSorter()) {
+		order := m.sorter()
+		if l.PriorityFirst {
+			order = CPUEvictionSorter()
+		}
+		for _, s := range cy.sorted(order) {
 			if s.c.CPURequestMilli <= 0 {
 				// Without a request the pod does not count in satisfaction;
 				// evicting it would not move it.
@@ -667,14 +676,18 @@ func (cy *cycle) restore() {
 		out.Mode = ModeFallback
 	}
 	remaining := gap
+	// The room is shared in sort order, each pod charged what it can use
+	// of its raise (RestoreCPU): a pod not held by its quota is raised for
+	// nothing, even once the room is used up.
 	for _, s := range cy.sorted(GeneralSorter().Reverse()) {
 		if s.quota == NoQuota {
 			continue
 		}
-		if remaining != GapUnknown && remaining <= 0 {
-			break
+		room := remaining
+		if room != GapUnknown {
+			room = max(room, 0)
 		}
-		q, granted := fb.Restore(s.c, cy.throttleContext(s.quota, remaining))
+		q, granted := fb.Restore(s.c, cy.throttleContext(s.quota, room))
 		if q == s.quota {
 			continue
 		}

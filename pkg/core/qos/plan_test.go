@@ -184,11 +184,19 @@ func TestPlanRestore(t *testing.T) {
 	restoreQOS := throttleQOS(func(s *v1alpha1.NodeQOSSpec) { s.CPU.RestorePercent = ptr.To[int32](50) })
 	// Pods limited to 4 cores: one step is 400m. x is the most important
 	// (highest priority), then y, then the free pod z.
+	// Throttled pods are pinned at their quota (a raise is theirs to use);
+	// the others use 100m.
+	use := func(q int64) int64 {
+		if q > 0 {
+			return q
+		}
+		return 100
+	}
 	pods := func(qx, qy, qz int64) []Candidate {
 		return []Candidate{
-			cand(makePod("z").band(extension.BandFree).cpu("1", "4"), usage{cpu: 100, quota: qz}),
-			cand(makePod("y").priority(5000).cpu("1", "4"), usage{cpu: 100, quota: qy}),
-			cand(makePod("x").priority(5900).cpu("1", "4"), usage{cpu: 100, quota: qx}),
+			cand(makePod("z").band(extension.BandFree).cpu("1", "4"), usage{cpu: use(qz), quota: qz}),
+			cand(makePod("y").priority(5000).cpu("1", "4"), usage{cpu: use(qy), quota: qy}),
+			cand(makePod("x").priority(5900).cpu("1", "4"), usage{cpu: use(qx), quota: qx}),
 		}
 	}
 	tests := []struct {

@@ -23,11 +23,22 @@ type BECPU struct {
 // Plan and averages the results into CPUWindow, so that the window and the
 // present are measured the same way.
 func SampleBECPU(nodeCPUMilli, nodeUsageMilli int64, candidates []Candidate) BECPU {
+	return sampleBECPU(nodeCPUMilli, nodeUsageMilli, candidates, nil)
+}
+
+// SampleBECPU is the package's SampleBECPU that also leaves out the pods of
+// the waterlines' protected namespaces, as Plan does; a shell whose NodeQOS
+// protect namespaces should average this one.
+func (p *Planner) SampleBECPU(nodeUsageMilli int64, candidates []Candidate) BECPU {
+	return sampleBECPU(p.wl.Capacity.CPUMilli, nodeUsageMilli, candidates, p.wl.ProtectedNamespaces)
+}
+
+func sampleBECPU(nodeCPUMilli, nodeUsageMilli int64, candidates []Candidate, protectedNamespaces []string) BECPU {
 	var b BECPU
 	var caps int64
 	for i := range candidates {
 		c := &candidates[i]
-		if !eligible(c) {
+		if !eligible(c, protectedNamespaces...) {
 			continue
 		}
 		b.UsageMilli += c.CPUUsageMilli

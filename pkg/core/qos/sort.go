@@ -74,12 +74,27 @@ func CPUSorter() Sorter { return OrderedBy(ClassAndPriority, CPUUsage, ExtCPUUsa
 // class and priority, then memory usage, then running time.
 func MemorySorter() Sorter { return OrderedBy(ClassAndPriority, MemoryUsage, RunningTime) }
 
-// CPUEvictionSorter orders victims of the satisfaction-based CPU eviction
-// (seed 002): lowest priority first, then the pod that releases most. What
-// an eviction releases there is the pod's CPU request (it is what the
-// remaining pods' satisfaction is computed against), then its usage.
-func CPUEvictionSorter() Sorter {
-	return OrderedBy(ClassAndPriority, CPURequest, CPUUsage, RunningTime)
+// CPUEvictionSorter orders victims of the CPU waterline's satisfaction-based
+// eviction: PriorityReleaseSorter of cpu_usage.
+func CPUEvictionSorter() Sorter { return PriorityReleaseSorter(MetricCPU) }
+
+// PriorityReleaseSorter orders the victims of the CPU and memory waterlines
+// (docs/design/node-qos.md, after the Alibaba waterline article): the
+// lowest priority first -- Free before Batch, then spec.priority, with no
+// QoS class in between -- then the pod whose eviction releases the most,
+// measured by its usage of m (not its request: a pod that requests much
+// and uses little relieves the node little), then the newest.
+func PriorityReleaseSorter(m MetricName) Sorter {
+	return OrderedBy(BandAndPriority, func(a, b *Candidate) int { return cmp.Compare(b.Usage(m), a.Usage(m)) }, RunningTime)
+}
+
+// BandAndPriority acts first on the lower band, then the lower
+// spec.priority.
+func BandAndPriority(a, b *Candidate) int {
+	if c := cmp.Compare(bandRank(a.Band), bandRank(b.Band)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Priority, b.Priority)
 }
 
 // ClassAndPriority acts first on the less important pod: Free before Batch,

@@ -77,7 +77,8 @@ func TestSorters(t *testing.T) {
 			want: []string{"lo-prio-big", "lo-prio-small", "hi-prio-big"},
 		},
 		{
-			name:   "CPU eviction sorter: lowest priority, then the biggest request, then the biggest user",
+			// The release is measured by usage, not request.
+			name:   "CPU eviction sorter: lowest priority, then the biggest user",
 			sorter: CPUEvictionSorter(),
 			pods: []Candidate{
 				cand(makePod("hi-prio").priority(5900).batchCPU("4000", ""), usage{cpu: 4000}),
@@ -85,7 +86,7 @@ func TestSorters(t *testing.T) {
 				cand(makePod("big-req-low-use").batchCPU("2000", ""), usage{cpu: 100}),
 				cand(makePod("big-req-high-use").batchCPU("2000", ""), usage{cpu: 900}),
 			},
-			want: []string{"big-req-high-use", "big-req-low-use", "small-req", "hi-prio"},
+			want: []string{"small-req", "big-req-high-use", "big-req-low-use", "hi-prio"},
 		},
 		{
 			name:   "ties on every criterion break by namespace then name",

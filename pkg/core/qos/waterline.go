@@ -3,11 +3,13 @@ package qos
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -72,6 +74,11 @@ type Line struct {
 	RestoreCount int32
 	// Source says where the line came from, for reasons.
 	Source string
+	// PriorityFirst marks the evict lines of spec.cpu and spec.memory:
+	// their victims are the lowest priority first, then the pod whose
+	// eviction releases the most usage (PriorityReleaseSorter). Rule lines
+	// use their metric's sorter, QoS class first.
+	PriorityFirst bool
 }
 
 // ThrottleParams tune throttling and restoring (NodeQOS spec.throttle).
@@ -116,6 +123,10 @@ type Waterlines struct {
 	Throttle ThrottleParams
 	// CPUEviction tunes CPU eviction.
 	CPUEviction CPUEvictionParams
+	// ProtectedNamespaces are namespaces, besides kube-system, whose pods
+	// are never acted on (the union of NodeQOS spec.protectedNamespaces),
+	// sorted.
+	ProtectedNamespaces []string
 }
 
 // NewWaterlines returns waterlines without lines and default tuning.
@@ -197,11 +208,61 @@ func (w *Waterlines) Validate(reg *Registry) field.ErrorList {
 			}
 		}
 	}
+	if err := w.CheckOrder(); err != nil {
+		errs = append(errs, field.Invalid(path.Child("lines"), len(w.Lines), err.Error()))
+	}
 	errs = append(errs, validateThrottle(path.Child("throttle"), w.Throttle.StepPercent, w.Throttle.MinCPUPercent)...)
 	e := w.CPUEviction
 	errs = append(errs, validateCPUEviction(path.Child("cpuEviction"), e.WindowSeconds,
 		e.SatisfactionLowerPercent, e.SatisfactionUpperPercent, e.BEUsageThresholdPercent)...)
 	return errs
+}
+
+// InvertedLinesError says a set of waterlines is out of order for some
+// metric: the order must be forbid scheduling <= throttle < evict
+// (docs/design/node-qos.md). Acting on such a set would evict before
+// throttling, or keep scheduling pods onto a node that is evicting them.
+// BuildWaterlines leaves out a NodeQOS whose own lines are inverted; when
+// only the merge of several NodeQOS is, CheckOrder returns this error and
+// the caller must refuse the merge (the agent keeps its last good lines).
+type InvertedLinesError struct {
+	// Pairs lists every inversion, one line per pair.
+	Pairs []string
+}
+
+// Error lists the inverted pairs.
+func (e *InvertedLinesError) Error() string {
+	return "waterlines out of order: " + strings.Join(e.Pairs, "; ")
+}
+
+// CheckOrder returns an *InvertedLinesError when, for some metric, the
+// forbid-scheduling line is above the throttle line or not below the evict
+// line, or the evict line is not above the throttle line; nil otherwise.
+func (w *Waterlines) CheckOrder() error {
+	var pairs []string
+	desc := func(l Line) string { return fmt.Sprintf("%s %s %d (%s)", l.Action, l.Metric, l.Value, l.Source) }
+	metrics := map[MetricName]bool{}
+	for _, l := range w.Lines {
+		metrics[l.Metric] = true
+	}
+	for _, m := range slices.Sorted(maps.Keys(metrics)) {
+		forbid, hasForbid := w.Line(ActionForbidScheduling, m)
+		throttle, hasThrottle := w.Line(ActionThrottleDown, m)
+		evict, hasEvict := w.Line(ActionEvict, m)
+		if hasThrottle && hasEvict && evict.Value <= throttle.Value {
+			pairs = append(pairs, fmt.Sprintf("%s must be above %s", desc(evict), desc(throttle)))
+		}
+		if hasForbid && hasEvict && forbid.Value >= evict.Value {
+			pairs = append(pairs, fmt.Sprintf("%s must be below %s", desc(forbid), desc(evict)))
+		}
+		if hasForbid && hasThrottle && forbid.Value > throttle.Value {
+			pairs = append(pairs, fmt.Sprintf("%s must not be above %s", desc(forbid), desc(throttle)))
+		}
+	}
+	if len(pairs) > 0 {
+		return &InvertedLinesError{Pairs: pairs}
+	}
+	return nil
 }
 
 // SelectNodeQOS returns the NodeQOS objects whose nodeSelector selects a
@@ -259,9 +320,27 @@ func BuildWaterlines(nqs []*v1alpha1.NodeQOS, capacity Capacity) (*Waterlines, f
 		spec := v1alpha1.NodeQOSSpecWithDefaults(&nq.Spec)
 		path := field.NewPath("nodeQOS").Key(nq.Name).Child("spec")
 		lines, lineErrs := linesOf(&nq.Spec, spec, capacity, path)
+		if len(lineErrs) == 0 {
+			// An object whose own lines are out of order (a rule's evict
+			// line under spec.cpu's throttle line, a cpu_usage rule above a
+			// cpu_utilization one on this node) is as invalid as a bad
+			// field; only the node's capacity shows some of these.
+			own := NewWaterlines(capacity)
+			for _, l := range lines {
+				own.Add(l)
+			}
+			if err := own.CheckOrder(); err != nil {
+				lineErrs = append(lineErrs, field.Invalid(path, nq.Name, err.Error()))
+			}
+		}
 		if len(lineErrs) > 0 {
 			errs = append(errs, lineErrs...)
 			continue
+		}
+		for _, ns := range nq.Spec.ProtectedNamespaces {
+			if i, found := slices.BinarySearch(w.ProtectedNamespaces, ns); !found {
+				w.ProtectedNamespaces = slices.Insert(w.ProtectedNamespaces, i, ns)
+			}
 		}
 		for _, l := range lines {
 			won := w.Add(l)
@@ -295,8 +374,9 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Pa
 	e := spec.CPUEviction
 	errs = append(errs, validateCPUEviction(path.Child("cpuEviction"), *e.WindowSeconds,
 		*e.SatisfactionLowerPercent, *e.SatisfactionUpperPercent, *e.BEUsageThresholdPercent)...)
-	if spec.Eviction.MaxPerMinute != nil && *spec.Eviction.MaxPerMinute < 1 {
-		errs = append(errs, field.Invalid(path.Child("eviction", "maxPerMinute"), *spec.Eviction.MaxPerMinute, "must be at least 1"))
+	if m := spec.Eviction.MaxPerMinute; m != nil && (*m < 1 || *m > v1alpha1.MaxEvictionsPerMinute) {
+		errs = append(errs, field.Invalid(path.Child("eviction", "maxPerMinute"), *m,
+			fmt.Sprintf("must be between 1 and %d", v1alpha1.MaxEvictionsPerMinute)))
 	}
 	if g := spec.Eviction.GracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(path.Child("eviction", "gracePeriodSeconds"), *g, "must not be negative"))
@@ -312,8 +392,10 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Pa
 			return Line{}, false
 		}
 		ok := true
-		if *pct < 0 || *pct > 100 {
-			errs = append(errs, field.Invalid(p, *pct, "must be between 0 and 100"))
+		if *pct < 1 || *pct > 100 {
+			// 0 would act on an idle node: every Batch pod throttled or
+			// evicted at once.
+			errs = append(errs, field.Invalid(p, *pct, "must be between 1 and 100"))
 			ok = false
 		}
 		if capacityOf <= 0 {
@@ -324,9 +406,17 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Pa
 		if !ok {
 			return Line{}, false
 		}
+		value := percentOf(capacityOf, int64(*pct)*1000)
+		if value <= 0 {
+			// A line at 0 is crossed by any usage.
+			errs = append(errs, field.Invalid(p, *pct,
+				fmt.Sprintf("is a line at 0 on a node whose %s capacity is %d", capField, capacityOf)))
+			return Line{}, false
+		}
 		l := Line{
-			Action: a, Metric: m, Value: percentOf(capacityOf, int64(*pct)*1000),
+			Action: a, Metric: m, Value: value,
 			AvoidanceCount: avoid, RestoreCount: restore, Source: source(p.String(), *pct),
+			PriorityFirst: a == ActionEvict,
 		}
 		lines = append(lines, l)
 		return l, true
@@ -420,31 +510,52 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Pa
 // ruleValue converts a rule's threshold into its metric's absolute unit.
 func ruleValue(r *v1alpha1.WaterlineRule, capacity Capacity) (MetricName, int64, error) {
 	t := r.Threshold
-	if t.Sign() < 0 {
-		return metricOfRule(r.Metric), 0, fmt.Errorf("must not be negative")
+	if t.Sign() <= 0 {
+		// A line at 0 is crossed by any usage: every Batch pod acted on.
+		return metricOfRule(r.Metric), 0, fmt.Errorf("must be greater than 0")
 	}
+	// Bounds are checked on the quantity, before any conversion: MilliValue
+	// and Value wrap or saturate past int64 (10E of memory_usage became a
+	// line at 0).
 	switch r.Metric {
 	case v1alpha1.MetricCPUUsage:
-		return MetricCPU, t.MilliValue(), nil
+		if t.Cmp(maxCPUUsageThreshold) > 0 {
+			return MetricCPU, 0, fmt.Errorf("must not be above %s cores", v1alpha1.MaxCPUUsageThreshold)
+		}
+		// Sub-millicore thresholds round up, never down to a line at 0.
+		return MetricCPU, max(1, t.MilliValue()), nil
 	case v1alpha1.MetricMemoryUsage:
-		return MetricMemory, t.Value(), nil
+		if t.Cmp(maxMemoryUsageThreshold) > 0 {
+			return MetricMemory, 0, fmt.Errorf("must not be above %s bytes", v1alpha1.MaxMemoryUsageThreshold)
+		}
+		return MetricMemory, max(1, t.Value()), nil
 	case v1alpha1.MetricCPUUtilization, v1alpha1.MetricMemoryUtilization:
 		m := metricOfRule(r.Metric)
 		capacityOf := capacity.CPUMilli
 		if m == MetricMemory {
 			capacityOf = capacity.MemoryBytes
 		}
-		milliPct := t.MilliValue()
-		if milliPct > 100_000 {
+		if t.Cmp(maxUtilization) > 0 {
 			return m, 0, fmt.Errorf("a utilization is a percent and must not be above 100")
 		}
+		milliPct := t.MilliValue()
 		if capacityOf <= 0 {
 			return m, 0, fmt.Errorf("a utilization needs the node's %s capacity, which is %d", strings.TrimSuffix(string(m), "_usage"), capacityOf)
 		}
-		return m, percentOf(capacityOf, milliPct), nil
+		v := percentOf(capacityOf, milliPct)
+		if v <= 0 {
+			return m, 0, fmt.Errorf("is a line at 0 on a node whose %s capacity is %d", strings.TrimSuffix(string(m), "_usage"), capacityOf)
+		}
+		return m, v, nil
 	}
 	return "", 0, nil
 }
+
+var (
+	maxCPUUsageThreshold    = resource.MustParse(v1alpha1.MaxCPUUsageThreshold)
+	maxMemoryUsageThreshold = resource.MustParse(v1alpha1.MaxMemoryUsageThreshold)
+	maxUtilization          = resource.MustParse("100")
+)
 
 func metricOfRule(m v1alpha1.QOSMetric) MetricName {
 	switch m {

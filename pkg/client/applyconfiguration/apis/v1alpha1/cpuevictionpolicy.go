@@ -21,7 +21,8 @@ package v1alpha1
 // CPUEvictionPolicyApplyConfiguration represents a declarative configuration of the CPUEvictionPolicy type for use
 // with apply.
 //
-// CPUEvictionPolicy is seed 002's satisfaction-based CPU eviction: CPU is
+// CPUEvictionPolicy is the satisfaction-based CPU eviction of the Alibaba
+// waterline article (docs/design/node-qos.md): CPU is
 // compressible, so Batch/Free pods are evicted only when the node stays over
 // the evict line and they are starved.
 type CPUEvictionPolicyApplyConfiguration struct {

@@ -26,7 +26,7 @@ type EvictionPolicyApplyConfiguration struct {
 	// GracePeriodSeconds is the termination grace period of an eviction.
 	// Unset uses the pod's own.
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
-	// MaxPerMinute caps evictions by this node's agent.
+	// MaxPerMinute caps evictions by this node's agent (1 to 600).
 	MaxPerMinute *int32 `json:"maxPerMinute,omitempty"`
 }
 

@@ -27,17 +27,21 @@ import (
 //
 // NodeQOSSpec sets the node waterlines for the nodes it selects. When
 // several NodeQOS select a node, for each action and metric the lowest
-// waterline wins.
+// waterline wins; a merge whose lines end out of order (forbid scheduling
+// <= throttle < evict) is refused by the agent, which keeps its last good
+// lines. The rules below catch what one object shows; a cpu_usage rule
+// against a cpu_utilization one needs the node's capacity and is checked by
+// the agent.
 type NodeQOSSpecApplyConfiguration struct {
 	// NodeSelector picks the nodes. Empty selects every node.
 	NodeSelector *v1.LabelSelectorApplyConfiguration `json:"nodeSelector,omitempty"`
-	// CPU waterlines (seed 002).
+	// CPU waterlines (docs/design/node-qos.md).
 	CPU *CPUWaterlinesApplyConfiguration `json:"cpu,omitempty"`
-	// Memory waterlines (seed 002).
+	// Memory waterlines (docs/design/node-qos.md).
 	Memory *MemoryWaterlinesApplyConfiguration `json:"memory,omitempty"`
 	// CPUEviction is the satisfaction-based CPU eviction rule.
 	CPUEviction *CPUEvictionPolicyApplyConfiguration `json:"cpuEviction,omitempty"`
-	// Rules are generic waterlines on node metrics (seed 000).
+	// Rules are generic waterlines on node metrics (docs/design/node-qos.md).
 	Rules []WaterlineRuleApplyConfiguration `json:"rules,omitempty"`
 	// AvoidanceCount is how many consecutive samples over a line trigger its
 	// action, so that one noisy sample does not.
@@ -48,6 +52,11 @@ type NodeQOSSpecApplyConfiguration struct {
 	Throttle *ThrottlePolicyApplyConfiguration `json:"throttle,omitempty"`
 	// Eviction tunes eviction.
 	Eviction *EvictionPolicyApplyConfiguration `json:"eviction,omitempty"`
+	// ProtectedNamespaces lists namespaces whose pods the agent never
+	// throttles or evicts, whatever their priority or band label says,
+	// besides kube-system, which is always protected. The lists of the
+	// NodeQOS selecting a node add up.
+	ProtectedNamespaces []string `json:"protectedNamespaces,omitempty"`
 	// DryRun makes the agent log, count and record events for what it would
 	// do without throttling or evicting anything.
 	DryRun *bool `json:"dryRun,omitempty"`
@@ -133,6 +142,16 @@ func (b *NodeQOSSpecApplyConfiguration) WithThrottle(value *ThrottlePolicyApplyC
 // If called multiple times, the Eviction field is set to the value of the last call.
 func (b *NodeQOSSpecApplyConfiguration) WithEviction(value *EvictionPolicyApplyConfiguration) *NodeQOSSpecApplyConfiguration {
 	b.Eviction = value
+	return b
+}
+
+// WithProtectedNamespaces adds the given value to the ProtectedNamespaces field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ProtectedNamespaces field.
+func (b *NodeQOSSpecApplyConfiguration) WithProtectedNamespaces(values ...string) *NodeQOSSpecApplyConfiguration {
+	for i := range values {
+		b.ProtectedNamespaces = append(b.ProtectedNamespaces, values[i])
+	}
 	return b
 }
 

@@ -26,7 +26,8 @@ import (
 // WaterlineRuleApplyConfiguration represents a declarative configuration of the WaterlineRule type for use
 // with apply.
 //
-// WaterlineRule is a generic waterline (seed 000): when the metric is above
+// WaterlineRule is a generic waterline (Crane precise execution,
+// docs/design/node-qos.md): when the metric is above
 // the threshold for avoidanceCount samples in a row, act; when it is below
 // for restoreCount samples, undo (throttle only).
 type WaterlineRuleApplyConfiguration struct {
@@ -34,8 +35,9 @@ type WaterlineRuleApplyConfiguration struct {
 	Name *string `json:"name,omitempty"`
 	// Metric is the node metric compared with the threshold.
 	Metric *apisv1alpha1.QOSMetric `json:"metric,omitempty"`
-	// Threshold is the waterline: cores for cpu_usage, bytes for
-	// memory_usage, percent (0-100) for *_utilization.
+	// Threshold is the waterline: cores for cpu_usage (at most 100k),
+	// bytes for memory_usage (at most 1Pi), percent (above 0, at most 100)
+	// for *_utilization. It must be greater than 0.
 	Threshold *resource.Quantity `json:"threshold,omitempty"`
 	// Action is what crossing the line does.
 	Action *apisv1alpha1.QOSAction `json:"action,omitempty"`
