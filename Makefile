@@ -38,6 +38,10 @@ build: ## Build Waterline's binaries into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
+.PHONY: images
+images: ## Build each binary's image (static, as the Dockerfile builds it) plus the test node's busybox and pause images as tarballs in _output/images; IMPORT=<containerd.sock> also imports them
+	$(GO) run ./hack/image --out $(CURDIR)/_output/images --ldflags '$(LDFLAGS)' $(if $(IMPORT),--import $(IMPORT))
+
 .PHONY: tools
 tools: ## Build the control plane, kwok and code generators from source into bin/ (cached by version)
 	hack/build-tools.sh
