@@ -58,12 +58,13 @@ verify: tools ## Fail if generated code is stale, code is not gofmt'ed, go vet c
 	hack/verify.sh
 
 .PHONY: test-deps
-test-deps: ## Install what some tests need besides Go (Debian's chromium, where root may)
+test-deps: ## Install what some tests need besides Go (Debian's chromium, containerd, runc, busybox-static, where root may)
 	hack/install-test-deps.sh
 
 .PHONY: test
-test: tools test-deps ## Run unit and integration tests (real etcd, kube-apiserver, kwok; real cgroups where allowed)
-	$(GO) test -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./...
+test: tools test-deps ## Run unit, integration and real-node e2e tests; prints every skip with its reason and a pass/fail/skip count
+	@$(GO) build -o $(BIN)/testsum ./hack/testsum
+	$(GO) test -json -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./... 2>&1 | $(BIN)/testsum
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane

@@ -23,6 +23,9 @@ func TestRealNode(t *testing.T) {
 	s := startSystem(t)
 	t.Run("PodsLandAndUsageMatchesCgroups", s.testUsageMatchesCgroups)
 	t.Run("LoadAwareRefusesBusyNode", s.testLoadAwareRefuses)
+	t.Run("ThrottleAndRestore", s.testThrottleAndRestore(false))
+	t.Run("AgentDeletedMidThrottle", s.testThrottleAndRestore(true))
+	t.Run("MemoryEviction", s.testMemoryEviction)
 	t.Logf("TestRealNode took %v", time.Since(begin).Round(time.Second))
 }
 
