@@ -26,6 +26,7 @@ func TestRealNode(t *testing.T) {
 	t.Run("ThrottleAndRestore", s.testThrottleAndRestore(false))
 	t.Run("AgentDeletedMidThrottle", s.testThrottleAndRestore(true))
 	t.Run("MemoryEviction", s.testMemoryEviction)
+	t.Run("BatchTierOnRealNode", s.testBatchTier)
 	t.Logf("TestRealNode took %v", time.Since(begin).Round(time.Second))
 }
 

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -83,10 +84,14 @@ func startSystem(t *testing.T) *system {
 	begin := time.Now()
 	// ServiceAccount admission stays on: the agent's pod gets its
 	// ServiceAccount's token as on any cluster.
-	c := testutil.StartCluster(t, testutil.Options{APIServerFlags: map[string]string{
-		"disable-admission-plugins": "TaintNodesByCondition",
-		"allow-privileged":          "true",
-	}})
+	c := testutil.StartCluster(t, testutil.Options{
+		APIServerFlags: map[string]string{
+			"disable-admission-plugins": "TaintNodesByCondition",
+			"allow-privileged":          "true",
+		},
+		// The manager's webhooks, called on loopback.
+		Webhooks: &envtest.WebhookInstallOptions{Paths: []string{filepath.Join(testutil.RepoRoot(), "config", "webhook")}},
+	})
 	c.StartControllerManager(t)
 	node := c.StartRealNode(t, "real")
 	s := &system{c: c, node: node}
@@ -108,6 +113,30 @@ func startSystem(t *testing.T) *system {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The default ColocationPolicy: the same short collect policy (the
+	// manager writes it into NodeMetric specs), the Batch tier sold up to
+	// the whole node, and a profile that makes pods of namespaces labelled
+	// colocation=batch Batch pods.
+	if _, err := c.Waterline.WaterlineV1alpha1().ColocationPolicies().Create(t.Context(), &v1alpha1.ColocationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1alpha1.ColocationPolicySpec{
+			CollectPolicy: &v1alpha1.NodeMetricCollectPolicy{
+				AggregateDurationSeconds: ptr.To[int64](aggregateSeconds),
+				ReportIntervalSeconds:    ptr.To[int64](reportSeconds),
+			},
+			Tiers: &v1alpha1.TierPolicy{BatchCPUThresholdPercent: ptr.To[int32](100), BatchMemoryThresholdPercent: ptr.To[int32](90)},
+			Profiles: []v1alpha1.ColocationProfile{{
+				Name:              "batch",
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"colocation": "batch"}},
+				Band:              "batch",
+				PriorityClassName: "waterline-batch",
+				SchedulerName:     testutil.SchedulerName,
+			}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.StartManager(t, c.WebhookArgs()...)
 	c.StartScheduler(t, schedulerProfiles)
 	s.deployAgent(t)
 	t.Logf("System up in %v (real node in %v)", time.Since(begin).Round(100*time.Millisecond), node.StartupTime.Round(100*time.Millisecond))
@@ -322,9 +351,13 @@ func (s *system) waitRunning(t *testing.T, ns string, names ...string) map[strin
 // namespace creates a namespace for one scenario and, when it ends,
 // deletes its pods and waits for kubelet to stop them, so the next
 // scenario starts on a quiet node.
-func (s *system) namespace(t *testing.T, name string) string {
+func (s *system) namespace(t *testing.T, name string, lbls ...map[string]string) string {
 	t.Helper()
-	s.c.CreateNamespace(t, name, nil)
+	var l map[string]string
+	if len(lbls) > 0 {
+		l = lbls[0]
+	}
+	s.c.CreateNamespace(t, name, l)
 	s.c.WaitServiceAccount(t, name, "default", time.Minute)
 	t.Cleanup(func() {
 		s.node.DeletePodsAndWait(t, name, 2*time.Minute)
