@@ -3,13 +3,11 @@ package e2e
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
@@ -230,5 +228,3 @@ func (s *system) schedulingFailure(t *testing.T, ns, pod string) string {
 	return msg
 }
 
-var _ = strconv.Itoa
-var _ = corev1.PodRunning

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -367,4 +366,3 @@ func (s *system) namespace(t *testing.T, name string, lbls ...map[string]string)
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
-var _ = context.Background

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/waterline-dev/waterline/apis/extension"
@@ -49,6 +48,9 @@ func (s *system) testBatchTier(t *testing.T) {
 	if _, ok := req[extension.ResourceBatchCPU]; !ok {
 		t.Fatalf("pod job requests %v, want batch-cpu", req)
 	}
+	if _, ok := p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; ok {
+		t.Fatalf("pod job kept a cpu limit %v: kubelet would set the quota itself", p.Spec.Containers[0].Resources.Limits)
+	}
 	p = s.waitRunning(t, ns, "job")["job"]
 	testutil.Eventually(t, time.Minute, time.Second, func() (bool, error) {
 		q := s.podQuota(t, p)
@@ -56,5 +58,3 @@ func (s *system) testBatchTier(t *testing.T) {
 	}, "waiting for the agent to hold the Batch pod to its tier limit in its kubelet-made cgroup")
 }
 
-var _ = corev1.ResourceCPU
-var _ = resource.MustParse
