@@ -227,4 +227,3 @@ func (s *system) schedulingFailure(t *testing.T, ns, pod string) string {
 	}
 	return msg
 }
-

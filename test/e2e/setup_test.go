@@ -365,4 +365,3 @@ func (s *system) namespace(t *testing.T, name string, lbls ...map[string]string)
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
-

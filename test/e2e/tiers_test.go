@@ -57,4 +57,3 @@ func (s *system) testBatchTier(t *testing.T) {
 		return q == 40000, fmt.Errorf("pod cgroup quota %d, want 40000 (400m)", q)
 	}, "waiting for the agent to hold the Batch pod to its tier limit in its kubelet-made cgroup")
 }
-
