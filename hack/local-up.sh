@@ -349,7 +349,7 @@ stop_real_node() {
   # The shims serving this containerd, found by its socket on their command line.
   local f
   for f in /proc/[0-9]*/cmdline; do
-    if tr '\0' ' ' <"$f" 2>/dev/null | grep -q "^[^ ]*containerd-shim-runc-v2 .* $node_sock "; then
+    if { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -q "^[^ ]*containerd-shim-runc-v2 .* $node_sock "; then
       p=${f#/proc/}; kill -KILL "${p%/cmdline}" 2>/dev/null || true
     fi
   done
@@ -414,6 +414,7 @@ start_manager() {
 
 start_agent() {
   [[ -n "$real_node" ]] || { log "No real node: the agent has nowhere to run (kwok nodes have no cgroups)"; return; }
+  # Only the real node has cgroups; kwok would fake-run agents on its nodes.
   log "Starting waterline-agent as a DaemonSet pod on the real node"
   local overlay="$dir/agent"
   local host=127.0.0.1 port=$APISERVER_PORT
@@ -428,6 +429,7 @@ patches:
     - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "$host"}}
     - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "$port"}}
     - {op: replace, path: /spec/template/spec/volumes/2/hostPath/path, value: $node_dir/agent-state}
+    - {op: add, path: /spec/template/spec/nodeSelector, value: {waterline.dev/real-node: "true"}}
 YAML
   kubectl apply -k "$overlay" >/dev/null
   wait_for "the agent's NodeMetric" 180 bash -c \
