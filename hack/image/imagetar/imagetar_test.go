@@ -121,4 +121,3 @@ func TestWriteRejectsRelativePath(t *testing.T) {
 		t.Errorf("error %v, want one naming the relative path", err)
 	}
 }
-
