@@ -28,7 +28,7 @@ demo: ## Simulate a day of a 100-node cluster with plain Kubernetes, Waterline a
 	$(GO) run ./cmd/waterline sim --out _output/demo
 
 .PHONY: local-up
-local-up: tools build ## Run a local cluster (etcd, apiserver, controller-manager, kwok nodes, Waterline); Ctrl-C stops it
+local-up: tools build ## Run a local cluster (etcd, apiserver, controller-manager, kwok nodes, a real node where root may, Waterline); Ctrl-C stops it
 	hack/local-up.sh
 
 ##@ Develop
