@@ -28,7 +28,7 @@ demo: ## Simulate a day of a 100-node cluster with plain Kubernetes, Waterline a
 	$(GO) run ./cmd/waterline sim --out _output/demo
 
 .PHONY: local-up
-local-up: tools build ## Run a local cluster (etcd, apiserver, controller-manager, kwok nodes, Waterline); Ctrl-C stops it
+local-up: tools build ## Run a local cluster (etcd, apiserver, controller-manager, kwok nodes, a real node where root may, Waterline); Ctrl-C stops it
 	hack/local-up.sh
 
 ##@ Develop
@@ -37,6 +37,10 @@ local-up: tools build ## Run a local cluster (etcd, apiserver, controller-manage
 build: ## Build Waterline's binaries into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+
+.PHONY: images
+images: ## Build each binary's image (static, as the Dockerfile builds it) plus the test node's busybox and pause images as tarballs in _output/images; IMPORT=<containerd.sock> also imports them
+	$(GO) run ./hack/image --out $(CURDIR)/_output/images --ldflags '$(LDFLAGS)' $(if $(IMPORT),--import $(IMPORT))
 
 .PHONY: tools
 tools: ## Build the control plane, kwok and code generators from source into bin/ (cached by version)
@@ -54,12 +58,13 @@ verify: tools ## Fail if generated code is stale, code is not gofmt'ed, go vet c
 	hack/verify.sh
 
 .PHONY: test-deps
-test-deps: ## Install what some tests need besides Go (Debian's chromium, where root may)
+test-deps: ## Install what some tests need besides Go (Debian's chromium, containerd, runc, busybox-static, where root may)
 	hack/install-test-deps.sh
 
 .PHONY: test
-test: tools test-deps ## Run unit and integration tests (real etcd, kube-apiserver, kwok; real cgroups where allowed)
-	$(GO) test -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./...
+test: tools test-deps ## Run unit, integration and real-node e2e tests; prints every skip with its reason and a pass/fail/skip count
+	@$(GO) build -o $(BIN)/testsum ./hack/testsum
+	$(GO) test -json -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./... 2>&1 | $(BIN)/testsum
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane

@@ -13,6 +13,14 @@
 #                                       ("" for a bare cluster)
 #   PREEMPTION=enabled                  "disabled" runs the scheduler without
 #                                       preemption (audit before enabling it)
+#   REAL_NODE=auto                      "auto": one real node (containerd +
+#                                       kubelet on this machine) when root
+#                                       and containerd/runc/busybox-static
+#                                       are there; "no": kwok nodes only
+#   WATERLINE_COMPONENTS="scheduler manager agent" also accepted; the
+#   default with a real node is all three (the agent runs as a DaemonSet
+#   pod on the real node, the manager as a process with its webhooks on
+#   https://127.0.0.1:$WEBHOOK_PORT)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,8 +34,37 @@ ETCD_PEER_PORT=${ETCD_PEER_PORT:-$((ETCD_PORT + 1))}
 APISERVER_PORT=${APISERVER_PORT:-6443}
 KCM_PORT=${KCM_PORT:-$((APISERVER_PORT + 3811))}
 SCHEDULER_PORT=${SCHEDULER_PORT:-$((APISERVER_PORT + 3813))}
-WATERLINE_COMPONENTS=${WATERLINE_COMPONENTS-scheduler}
+REAL_NODE=${REAL_NODE:-auto}
+WEBHOOK_PORT=${WEBHOOK_PORT:-$((APISERVER_PORT + 3000))}
+MANAGER_PROBE_PORT=${MANAGER_PROBE_PORT:-$((APISERVER_PORT + 3001))}
+KUBELET_PORT=${KUBELET_PORT:-$((APISERVER_PORT + 3002))}
+KUBELET_HEALTHZ_PORT=${KUBELET_HEALTHZ_PORT:-$((APISERVER_PORT + 3003))}
+AGENT_HEALTH_PORT=${AGENT_HEALTH_PORT:-9320}
+AGENT_METRICS_PORT=${AGENT_METRICS_PORT:-9321}
 PREEMPTION=${PREEMPTION:-enabled}
+
+# real_node_unsupported prints why this machine cannot run the real node.
+real_node_unsupported() {
+  [[ $(id -u) -eq 0 ]] || { echo "not root (kubelet and containerd manage cgroups and mounts)"; return; }
+  local b
+  for b in containerd ctr runc containerd-shim-runc-v2; do
+    command -v "$b" >/dev/null 2>&1 || { echo "$b is not installed (make test-deps installs containerd and runc where root may)"; return; }
+  done
+  [[ -x /bin/busybox ]] || { echo "/bin/busybox is missing (apt-get install busybox-static)"; return; }
+  [[ -e "$bin/kubelet" ]] || { echo "$bin/kubelet is missing (make tools)"; return; }
+}
+real_node=""
+case "$REAL_NODE" in
+  auto) why_no_real_node=$(real_node_unsupported)
+        if [[ -z "$why_no_real_node" ]]; then real_node=yes; fi ;;
+  no) why_no_real_node="REAL_NODE=no" ;;
+  *) echo "REAL_NODE=$REAL_NODE: want auto or no" >&2; exit 2 ;;
+esac
+if [[ -n "$real_node" ]]; then
+  WATERLINE_COMPONENTS=${WATERLINE_COMPONENTS-scheduler manager agent}
+else
+  WATERLINE_COMPONENTS=${WATERLINE_COMPONENTS-scheduler}
+fi
 case "$PREEMPTION" in
   enabled) scheduler_config="$root/config/scheduler/local-up.yaml" ;;
   disabled) scheduler_config="$root/config/scheduler/local-up-preemption-disabled.yaml" ;;
@@ -60,6 +97,7 @@ log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*"; }
 # SIGKILL.
 stop_all() {
   trap - INT TERM EXIT
+  [[ -z "$real_node" ]] || stop_real_node
   local i p
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
     p=${pids[$i]}
@@ -201,10 +239,201 @@ start_scheduler() {
   [[ -x "$bin/waterline-scheduler" ]] || { echo "$bin/waterline-scheduler is missing: run 'make build'" >&2; exit 1; }
   log "Starting waterline-scheduler (preemption $PREEMPTION)"
   sed -e "s#__KUBECONFIG__#$kubeconfig#" "$scheduler_config" >"$dir/scheduler-config.yaml"
+  # No kube-scheduler runs here: waterline-scheduler also serves the
+  # default profile, for DaemonSet pods and anything else.
+  printf -- '- schedulerName: default-scheduler\n' >>"$dir/scheduler-config.yaml"
   start waterline-scheduler "$bin/waterline-scheduler" --config "$dir/scheduler-config.yaml" \
     --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --cert-dir "$dir/scheduler-certs" \
     --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" --v 2
   wait_for waterline-scheduler 60 curl -fsSk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
+}
+
+# The real node: containerd with its own config, root, state and socket
+# under $dir/node, and kubelet registered as "real-node" with its pods'
+# cgroups under its own cgroup root.
+node_dir="$dir/node"
+node_sock="$node_dir/containerd.sock"
+node_cgroup_root=/waterline-local-up
+
+ctr_() { ctr --address "$node_sock" -n k8s.io "$@"; }
+
+start_real_node() {
+  log "Starting the real node: containerd and kubelet (state in $node_dir)"
+  mkdir -p "$node_dir/root" "$node_dir/state" "$node_dir/cni" "$node_dir/kubelet" "$node_dir/kubelet-certs"
+  # A loopback-only CNI config: containerd reports the network ready, and
+  # pods run with hostNetwork (there is no pod network here).
+  echo '{"cniVersion": "0.4.0", "name": "waterline-no-pod-network", "plugins": [{"type": "loopback"}]}' \
+    >"$node_dir/cni/10-loopback.conflist"
+  cat >"$node_dir/containerd.toml" <<TOML
+version = 2
+root = "$node_dir/root"
+state = "$node_dir/state"
+[grpc]
+  address = "$node_sock"
+[ttrpc]
+  address = "$node_sock.ttrpc"
+[debug]
+  address = "$node_dir/debug.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  # Some VMs do not let a process lower its oom_score_adj: without this
+  # every sandbox fails in runc.
+  restrict_oom_score_adj = true
+  sandbox_image = "docker.io/local/pause:test"
+  disable_apparmor = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$node_dir/cni"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+TOML
+  start containerd containerd --config "$node_dir/containerd.toml"
+  wait_for containerd 30 ctr_ version
+  log "Building and importing the agent, busybox and pause images"
+  (cd "$root" && go run ./hack/image --out "$dir/images" --binaries waterline-agent --import "$node_sock") \
+    >"$dir/logs/images.log" 2>&1 || { echo "building the images failed; see $dir/logs/images.log" >&2; exit 1; }
+  local h d
+  for h in /sys/fs/cgroup/*/; do
+    [[ -e "$h/cgroup.procs" ]] || continue
+    d="$h${node_cgroup_root#/}"
+    mkdir -p "$d"
+    if [[ -e "$h/cpuset.cpus" ]]; then
+      cat "$h/cpuset.cpus" >"$d/cpuset.cpus"
+      cat "$h/cpuset.mems" >"$d/cpuset.mems"
+    fi
+  done
+  cat >"$node_dir/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: $node_cgroup_root
+containerRuntimeEndpoint: unix://$node_sock
+# Local cluster only: nothing but this machine reaches the kubelet.
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+address: 127.0.0.1
+port: $KUBELET_PORT
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $KUBELET_HEALTHZ_PORT
+failSwapOn: false
+resolvConf: ""
+nodeStatusUpdateFrequency: 5s
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+YAML
+  start kubelet "$bin/kubelet" --kubeconfig "$kubeconfig" --config "$node_dir/kubelet.yaml" \
+    --root-dir "$node_dir/kubelet" --cert-dir "$node_dir/kubelet-certs" --hostname-override real-node \
+    --node-labels waterline.dev/real-node=true
+  wait_for "the real node" 120 bash -c \
+    "'$bin/kubectl' --kubeconfig '$kubeconfig' get node real-node --no-headers 2>/dev/null | grep -qw Ready"
+}
+
+# stop_real_node stops the node's containers before kubelet and containerd
+# go (their shims outlive containerd), then unmounts and removes what
+# kubelet left.
+stop_real_node() {
+  local p id
+  p=$(awk '$2=="kubelet" {print $1}' "$dir/pids" 2>/dev/null)
+  [[ -z "$p" ]] || { kill -TERM "$p" 2>/dev/null; sleep 1; kill -KILL "$p" 2>/dev/null; } || true
+  if [[ -S "$node_sock" ]]; then
+    for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true; done
+    sleep 1
+    for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true; done
+    for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers delete "$id" >/dev/null 2>&1 || true; done
+  fi
+  p=$(awk '$2=="containerd" {print $1}' "$dir/pids" 2>/dev/null)
+  [[ -z "$p" ]] || kill -TERM "$p" 2>/dev/null || true
+  # The shims serving this containerd, found by its socket on their command line.
+  local f
+  for f in /proc/[0-9]*/cmdline; do
+    if { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -q "^[^ ]*containerd-shim-runc-v2 .* $node_sock "; then
+      p=${f#/proc/}; kill -KILL "${p%/cmdline}" 2>/dev/null || true
+    fi
+  done
+  grep -o " $node_dir[^ ]*" /proc/self/mounts 2>/dev/null | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  find /sys/fs/cgroup/*/"${node_cgroup_root#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
+}
+
+install_waterline_objects() {
+  log "Installing PriorityClasses, RBAC, a default NodeQOS and ColocationPolicy"
+  kubectl apply -f "$root/config/deploy/namespace.yaml" >/dev/null
+  kubectl apply -k "$root/config/priorityclasses" >/dev/null
+  kubectl apply -k "$root/config/rbac" >/dev/null
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: waterline.dev/v1alpha1
+kind: NodeQOS
+metadata:
+  name: default
+spec:
+  cpu: {forbidSchedulingPercent: 70, throttlePercent: 80, restorePercent: 70}
+  memory: {forbidSchedulingPercent: 85, evictPercent: 90}
+---
+apiVersion: waterline.dev/v1alpha1
+kind: ColocationPolicy
+metadata:
+  name: default
+spec:
+  tiers: {enabled: true}
+  collectPolicy: {aggregateDurationSeconds: 30, reportIntervalSeconds: 10}
+  profiles:
+  - name: batch-jobs
+    namespaceSelector: {matchLabels: {waterline.dev/colocation: batch}}
+    band: batch
+    priorityClassName: waterline-batch
+    schedulerName: waterline-scheduler
+YAML
+}
+
+start_manager() {
+  [[ -x "$bin/waterline-manager" ]] || { echo "$bin/waterline-manager is missing: run 'make build'" >&2; exit 1; }
+  log "Starting waterline-manager with its webhooks on https://127.0.0.1:$WEBHOOK_PORT"
+  local certs="$dir/webhook-certs"
+  mkdir -p "$certs"
+  (
+    cd "$certs"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=waterline-webhook" -keyout tls.key -out tls.csr 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >tls.ext
+    openssl x509 -req -in tls.csr -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 30 -extfile tls.ext -out tls.crt 2>/dev/null
+  )
+  start waterline-manager "$bin/waterline-manager" --kubeconfig "$kubeconfig" --leader-elect=false \
+    --webhooks=true --webhook-host 127.0.0.1 --webhook-port "$WEBHOOK_PORT" --webhook-cert-dir "$certs" \
+    --metrics-bind-address 0 --health-probe-bind-address "127.0.0.1:$MANAGER_PROBE_PORT" --v 2
+  wait_for waterline-manager 60 curl -fsS "http://127.0.0.1:$MANAGER_PROBE_PORT/readyz"
+  # The API server calls the webhooks on loopback, never through a Service
+  # address (there is no kube-proxy here).
+  local ca; ca=$(base64 -w0 <"$pki/ca.crt")
+  awk -v url="https://127.0.0.1:$WEBHOOK_PORT" -v ca="$ca" '
+    /^    service:$/ { insvc = 1; next }
+    insvc && /^      path:/ { sub(/^      path: */, ""); print "    url: " url $0; print "    caBundle: " ca; insvc = 0; next }
+    insvc && /^      / { next }
+    { insvc = 0; print }' "$root/config/webhook/manifests.yaml" | kubectl apply -f - >/dev/null
+}
+
+start_agent() {
+  [[ -n "$real_node" ]] || { log "No real node: the agent has nowhere to run (kwok nodes have no cgroups)"; return; }
+  # Only the real node has cgroups; kwok would fake-run agents on its nodes.
+  log "Starting waterline-agent as a DaemonSet pod on the real node"
+  local overlay="$dir/agent"
+  local host=127.0.0.1 port=$APISERVER_PORT
+  mkdir -p "$overlay"
+  cp "$root/config/deploy/agent.yaml" "$overlay/agent.yaml"
+  cat >"$overlay/kustomization.yaml" <<YAML
+resources: [agent.yaml]
+patches:
+- target: {kind: DaemonSet, name: waterline-agent}
+  patch: |
+    - {op: add, path: /spec/template/spec/containers/0/args/-, value: --kubelet-cgroup-root=$node_cgroup_root}
+    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "$host"}}
+    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "$port"}}
+    - {op: replace, path: /spec/template/spec/volumes/2/hostPath/path, value: $node_dir/agent-state}
+    - {op: add, path: /spec/template/spec/nodeSelector, value: {waterline.dev/real-node: "true"}}
+YAML
+  kubectl apply -k "$overlay" >/dev/null
+  wait_for "the agent's NodeMetric" 180 bash -c \
+    "'$bin/kubectl' --kubeconfig '$kubeconfig' get nodemetric real-node -o jsonpath='{.status.updateTime}' 2>/dev/null | grep -q ."
 }
 
 make_pki
@@ -215,19 +444,30 @@ start_controller_manager
 install_crds
 start_kwok
 create_nodes
+if [[ -n "$real_node" ]]; then
+  start_real_node
+else
+  log "No real node: $why_no_real_node. Running kwok nodes only."
+fi
+install_waterline_objects
 for component in $WATERLINE_COMPONENTS; do
   case "$component" in
     scheduler) start_scheduler ;;
+    manager) start_manager ;;
+    agent) start_agent ;;
     *) echo "unknown component $component in WATERLINE_COMPONENTS" >&2; exit 2 ;;
   esac
 done
 
 cat <<MSG
 
-Waterline local cluster is up: $NODES fake nodes, logs in $dir/logs.
+Waterline local cluster is up: $NODES fake nodes${real_node:+ and the real node real-node}, logs in $dir/logs.
+$(if [[ -z "$real_node" ]]; then echo "(no real node: $why_no_real_node)"; fi)
 
   export KUBECONFIG=$kubeconfig
   $bin/kubectl get nodes
+  $bin/kubectl get nodemetrics
+  See "Watch colocation" in README.md.
 
 Press Ctrl-C to stop everything.
 MSG

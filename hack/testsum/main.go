@@ -1,0 +1,164 @@
+// Command testsum reads `go test -json` on stdin and prints a readable
+// summary: each package's result, the output of every failed test, every
+// skipped test with its reason, and a final "N passed, N failed, N
+// skipped" line. It exits 1 when anything failed (a test, a package
+// build, or the input ended in the middle of a package).
+//
+//	go test -json ./... | go run ./hack/testsum
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// event is one line of test2json output.
+type event struct {
+	Time    time.Time
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+}
+
+type key struct{ pkg, test string }
+
+type summary struct {
+	out                     io.Writer
+	output                  map[key][]string
+	passed, failed, skipped int
+	failedPkgs              []string
+	skips                   []string
+	started, ended          map[string]bool
+}
+
+func newSummary(out io.Writer) *summary {
+	return &summary{out: out, output: map[key][]string{}, started: map[string]bool{}, ended: map[string]bool{}}
+}
+
+func (s *summary) add(e event) {
+	k := key{e.Package, e.Test}
+	switch e.Action {
+	case "start":
+		s.started[e.Package] = true
+	case "output":
+		s.output[k] = append(s.output[k], e.Output)
+	case "pass", "fail", "skip":
+		if e.Test == "" {
+			s.ended[e.Package] = true
+			s.packageDone(e)
+			return
+		}
+		switch e.Action {
+		case "pass":
+			s.passed++
+		case "fail":
+			s.failed++
+			fmt.Fprintf(s.out, "--- FAIL %s %s (%.1fs)\n", e.Package, e.Test, e.Elapsed)
+			for _, line := range s.output[k] {
+				fmt.Fprint(s.out, "    ", line)
+			}
+		case "skip":
+			s.skipped++
+			reason := skipReason(s.output[k])
+			s.skips = append(s.skips, fmt.Sprintf("SKIP %s %s: %s", e.Package, e.Test, reason))
+			fmt.Fprintf(s.out, "--- SKIP %s %s: %s\n", e.Package, e.Test, reason)
+		}
+		delete(s.output, k)
+	}
+}
+
+func (s *summary) packageDone(e event) {
+	k := key{e.Package, ""}
+	switch e.Action {
+	case "pass":
+		fmt.Fprintf(s.out, "ok   %s (%.1fs)\n", e.Package, e.Elapsed)
+	case "skip":
+		fmt.Fprintf(s.out, "-    %s (no tests)\n", e.Package)
+	case "fail":
+		s.failedPkgs = append(s.failedPkgs, e.Package)
+		fmt.Fprintf(s.out, "FAIL %s (%.1fs)\n", e.Package, e.Elapsed)
+		// Build errors and panics outside a test land on the package.
+		for _, line := range s.output[k] {
+			if strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "ok ") {
+				continue
+			}
+			fmt.Fprint(s.out, "    ", line)
+		}
+	}
+	delete(s.output, k)
+}
+
+// skipReason is what t.Skip printed: the output lines after the "=== RUN"
+// and before "--- SKIP", or the text of the "--- SKIP" line's follow-up.
+func skipReason(lines []string) string {
+	var parts []string
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "=== ") || strings.HasPrefix(t, "--- SKIP") {
+			continue
+		}
+		parts = append(parts, t)
+	}
+	if len(parts) == 0 {
+		return "(no reason given)"
+	}
+	return strings.Join(parts, " | ")
+}
+
+func (s *summary) finish() int {
+	var unfinished []string
+	for p := range s.started {
+		if !s.ended[p] {
+			unfinished = append(unfinished, p)
+		}
+	}
+	sort.Strings(unfinished)
+	for _, p := range unfinished {
+		fmt.Fprintf(s.out, "FAIL %s (no result: the test binary died or the input was cut)\n", p)
+		s.failedPkgs = append(s.failedPkgs, p)
+	}
+	if len(s.skips) > 0 {
+		fmt.Fprintf(s.out, "\n%d skipped:\n", len(s.skips))
+		for _, sk := range s.skips {
+			fmt.Fprintln(s.out, "  "+sk)
+		}
+	}
+	fmt.Fprintf(s.out, "\n%d passed, %d failed, %d skipped", s.passed, s.failed, s.skipped)
+	if len(s.failedPkgs) > 0 {
+		fmt.Fprintf(s.out, "; failed packages: %s", strings.Join(s.failedPkgs, ", "))
+	}
+	fmt.Fprintln(s.out)
+	if s.failed > 0 || len(s.failedPkgs) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func main() {
+	s := newSummary(os.Stdout)
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+			// Not test2json (e.g. a build error on stderr merged in).
+			fmt.Println(string(line))
+			continue
+		}
+		s.add(e)
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, "testsum: reading input:", err)
+		os.Exit(2)
+	}
+	os.Exit(s.finish())
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, events ...event) (string, int) {
+	t.Helper()
+	var b strings.Builder
+	s := newSummary(&b)
+	for _, e := range events {
+		// Round-trip through JSON as test2json's output would be read.
+		data, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got event
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatal(err)
+		}
+		s.add(got)
+	}
+	code := s.finish()
+	return b.String(), code
+}
+
+func TestSummaryShowsSkipsWithReasonsAndCounts(t *testing.T) {
+	out, code := run(t,
+		event{Action: "start", Package: "p"},
+		event{Action: "run", Package: "p", Test: "TestA"},
+		event{Action: "pass", Package: "p", Test: "TestA"},
+		event{Action: "run", Package: "p", Test: "TestNode"},
+		event{Action: "output", Package: "p", Test: "TestNode", Output: "=== RUN   TestNode\n"},
+		event{Action: "output", Package: "p", Test: "TestNode", Output: "    realnode.go:10: SKIP: no containerd on this machine\n"},
+		event{Action: "output", Package: "p", Test: "TestNode", Output: "--- SKIP: TestNode (0.00s)\n"},
+		event{Action: "skip", Package: "p", Test: "TestNode"},
+		event{Action: "pass", Package: "p", Elapsed: 1.5},
+	)
+	if code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	for _, want := range []string{
+		"--- SKIP p TestNode: realnode.go:10: SKIP: no containerd on this machine",
+		"ok   p (1.5s)",
+		"1 skipped:",
+		"1 passed, 0 failed, 1 skipped",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSummaryFailsOnFailedTestBuildErrorOrCutInput(t *testing.T) {
+	for name, events := range map[string][]event{
+		"failed test": {
+			{Action: "start", Package: "p"},
+			{Action: "output", Package: "p", Test: "TestB", Output: "    b_test.go:3: boom\n"},
+			{Action: "fail", Package: "p", Test: "TestB"},
+			{Action: "fail", Package: "p"},
+		},
+		"build error": {
+			{Action: "start", Package: "p"},
+			{Action: "output", Package: "p", Output: "p.go:1: syntax error\n"},
+			{Action: "fail", Package: "p"},
+		},
+		"cut input": {
+			{Action: "start", Package: "p"},
+			{Action: "run", Package: "p", Test: "TestC"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, code := run(t, events...)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1; output:\n%s", code, out)
+			}
+			if !strings.Contains(out, "FAIL") {
+				t.Errorf("output says nothing failed:\n%s", out)
+			}
+		})
+	}
+}

@@ -1,0 +1,371 @@
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	testutil "github.com/waterline-dev/waterline/test/util"
+)
+
+const (
+	agentNamespace = "waterline-system"
+	agentName      = "waterline-agent"
+	// reportSeconds and aggregateSeconds are the agent's NodeMetric report
+	// interval and usage window here: short, so scenarios take seconds.
+	reportSeconds    = 2
+	aggregateSeconds = 10
+)
+
+// system is the whole system on one real node, shared by the scenarios
+// of TestRealNode (they run one after another: they share the machine's
+// CPUs).
+type system struct {
+	c    *testutil.Cluster
+	node *testutil.RealNode
+	// agentHealth is the agent pod's health port on the node (loopback).
+	agentHealth, agentMetrics int
+}
+
+// strictScheduler is waterline-scheduler's profile whose LoadAware
+// refuses a node over 90 % CPU.
+const strictScheduler = "waterline-strict"
+
+// schedulerProfiles: default-scheduler places the DaemonSet's pods (no
+// kube-scheduler runs here); waterline-scheduler places the workloads with
+// LoadAware's CPU threshold off (this machine is shared: its real CPU use
+// is not the test's to decide), waterline-strict with it at 90 %.
+const schedulerProfiles = `profiles:
+- schedulerName: default-scheduler
+- schedulerName: waterline-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: LoadAware
+        weight: 2
+  pluginConfig:
+  - name: LoadAware
+    args:
+      nodeMetricExpirationSeconds: 30
+      usageThresholds: {cpu: 0, memory: 95}
+- schedulerName: ` + strictScheduler + `
+  plugins:
+    multiPoint:
+      enabled:
+      - name: LoadAware
+        weight: 2
+  pluginConfig:
+  - name: LoadAware
+    args:
+      nodeMetricExpirationSeconds: 30
+      usageThresholds: {cpu: 90, memory: 95}
+`
+
+func startSystem(t *testing.T) *system {
+	t.Helper()
+	testutil.SkipUnlessRealNode(t)
+	// The scenarios read v1 cgroup files (cpu.cfs_quota_us, cpuacct.usage).
+	if _, err := os.Stat("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"); err != nil {
+		t.Skip("SKIP real-node e2e: its checks read cgroup v1 files and this machine has no v1 cpu hierarchy (cgroup v2 is not covered yet)")
+	}
+	begin := time.Now()
+	// ServiceAccount admission stays on: the agent's pod gets its
+	// ServiceAccount's token as on any cluster.
+	c := testutil.StartCluster(t, testutil.Options{
+		APIServerFlags: map[string]string{
+			"disable-admission-plugins": "TaintNodesByCondition",
+			"allow-privileged":          "true",
+		},
+		// The manager's webhooks, called on loopback.
+		Webhooks: &envtest.WebhookInstallOptions{Paths: []string{filepath.Join(testutil.RepoRoot(), "config", "webhook")}},
+	})
+	c.StartControllerManager(t)
+	node := c.StartRealNode(t, "real")
+	s := &system{c: c, node: node}
+
+	root := testutil.RepoRoot()
+	c.Kubectl(t, "apply", "-f", filepath.Join(root, "config", "deploy", "namespace.yaml"))
+	c.Kubectl(t, "apply", "-k", filepath.Join(root, "config", "rbac"))
+	c.Kubectl(t, "apply", "-k", filepath.Join(root, "config", "priorityclasses"))
+	c.WaitServiceAccount(t, agentNamespace, agentName, time.Minute)
+
+	// The NodeMetric as the manager would create it, with a short report
+	// interval and window.
+	if _, err := c.Waterline.WaterlineV1alpha1().NodeMetrics().Create(t.Context(), &v1alpha1.NodeMetric{
+		ObjectMeta: metav1.ObjectMeta{Name: node.Name},
+		Spec: v1alpha1.NodeMetricSpec{CollectPolicy: &v1alpha1.NodeMetricCollectPolicy{
+			AggregateDurationSeconds: ptr.To[int64](aggregateSeconds),
+			ReportIntervalSeconds:    ptr.To[int64](reportSeconds),
+		}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The default ColocationPolicy: the same short collect policy (the
+	// manager writes it into NodeMetric specs), the Batch tier sold up to
+	// the whole node, and a profile that makes pods of namespaces labelled
+	// colocation=batch Batch pods.
+	if _, err := c.Waterline.WaterlineV1alpha1().ColocationPolicies().Create(t.Context(), &v1alpha1.ColocationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1alpha1.ColocationPolicySpec{
+			CollectPolicy: &v1alpha1.NodeMetricCollectPolicy{
+				AggregateDurationSeconds: ptr.To[int64](aggregateSeconds),
+				ReportIntervalSeconds:    ptr.To[int64](reportSeconds),
+			},
+			Tiers: &v1alpha1.TierPolicy{BatchCPUThresholdPercent: ptr.To[int32](100), BatchMemoryThresholdPercent: ptr.To[int32](90)},
+			Profiles: []v1alpha1.ColocationProfile{{
+				Name:              "batch",
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"colocation": "batch"}},
+				Band:              "batch",
+				PriorityClassName: "waterline-batch",
+				SchedulerName:     testutil.SchedulerName,
+			}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.StartManager(t, c.WebhookArgs()...)
+	c.StartScheduler(t, schedulerProfiles)
+	s.deployAgent(t)
+	t.Logf("System up in %v (real node in %v)", time.Since(begin).Round(100*time.Millisecond), node.StartupTime.Round(100*time.Millisecond))
+	return s
+}
+
+// deployAgent applies config/deploy/agent.yaml as a user would, changing
+// only what this machine needs: the image is imported, not pulled; the API
+// server is reached on loopback (no kube-proxy for the kubernetes
+// Service's ClusterIP); kubelet's cgroup root is the node's private one;
+// loopback ports and the state directory must not collide with other work
+// on the machine.
+func (s *system) deployAgent(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "deploy", "agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict(data, &ds); err != nil {
+		t.Fatalf("config/deploy/agent.yaml: %v", err)
+	}
+	if !ds.Spec.Template.Spec.HostNetwork {
+		t.Fatalf("config/deploy/agent.yaml: the agent must run with hostNetwork")
+	}
+	api, err := url.Parse(s.c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.agentHealth, s.agentMetrics = testutil.FreePort(t), testutil.FreePort(t)
+	ctr := &ds.Spec.Template.Spec.Containers[0]
+	ctr.ImagePullPolicy = corev1.PullNever
+	var args []string
+	for _, a := range ctr.Args {
+		switch {
+		case strings.HasPrefix(a, "--health-address="):
+			a = "--health-address=127.0.0.1:" + strconv.Itoa(s.agentHealth)
+		case strings.HasPrefix(a, "--metrics-address="):
+			a = "--metrics-address=127.0.0.1:" + strconv.Itoa(s.agentMetrics)
+		}
+		args = append(args, a)
+	}
+	ctr.Args = append(args, "--kubelet-cgroup-root="+s.node.CgroupRoot, "--collect-interval=1s", "--v=2")
+	for i := range ctr.Ports {
+		switch ctr.Ports[i].Name {
+		case "health":
+			ctr.Ports[i].ContainerPort = int32(s.agentHealth)
+		case "metrics":
+			ctr.Ports[i].ContainerPort = int32(s.agentMetrics)
+		}
+	}
+	ctr.Env = append(ctr.Env,
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: api.Hostname()},
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: api.Port()})
+	for i := range ds.Spec.Template.Spec.Volumes {
+		v := &ds.Spec.Template.Spec.Volumes[i]
+		if v.Name == "state" && v.HostPath != nil {
+			v.HostPath.Path = filepath.Join(s.node.Dir, "agent-state")
+		}
+	}
+	if _, err := s.c.Kube.AppsV1().DaemonSets(agentNamespace).Create(t.Context(), &ds, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Creating the agent's DaemonSet: %v", err)
+	}
+	pod := s.waitAgentReady(t, "")
+	t.Logf("Agent pod %s Ready on %s", pod.Name, pod.Spec.NodeName)
+}
+
+// agentPod returns the agent's pod on the node, or nil.
+func (s *system) agentPod(t *testing.T) *corev1.Pod {
+	t.Helper()
+	pods, err := s.c.Kube.CoreV1().Pods(agentNamespace).List(t.Context(), metav1.ListOptions{
+		LabelSelector: labels.Set{"app.kubernetes.io/name": agentName}.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if pods.Items[i].Spec.NodeName == s.node.Name && pods.Items[i].DeletionTimestamp == nil {
+			return &pods.Items[i]
+		}
+	}
+	return nil
+}
+
+// waitAgentReady waits for an agent pod other than notUID to be Ready on
+// the node and for a NodeMetric report newer than that.
+func (s *system) waitAgentReady(t *testing.T, notUID string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	testutil.Eventually(t, 3*time.Minute, time.Second, func() (bool, error) {
+		pod = s.agentPod(t)
+		if pod == nil {
+			return false, fmt.Errorf("no agent pod on %s yet", s.node.Name)
+		}
+		if string(pod.UID) == notUID {
+			return false, fmt.Errorf("agent pod %s is still the old one", pod.Name)
+		}
+		if testutil.PodCondition(pod, corev1.PodReady) != corev1.ConditionTrue {
+			return false, fmt.Errorf("agent pod %s phase %s, statuses %+v", pod.Name, pod.Status.Phase, pod.Status.ContainerStatuses)
+		}
+		return true, nil
+	}, "waiting for the agent's DaemonSet pod on %s to be Ready", s.node.Name)
+	since := time.Now()
+	s.waitNodeMetric(t, since)
+	return pod
+}
+
+// waitNodeMetric waits for a NodeMetric report written after since and
+// returns it.
+func (s *system) waitNodeMetric(t *testing.T, since time.Time) *v1alpha1.NodeMetric {
+	t.Helper()
+	var nm *v1alpha1.NodeMetric
+	testutil.Eventually(t, time.Minute, 500*time.Millisecond, func() (bool, error) {
+		var err error
+		nm, err = s.c.Waterline.WaterlineV1alpha1().NodeMetrics().Get(t.Context(), s.node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if nm.Status.UpdateTime == nil || nm.Status.UpdateTime.Time.Before(since.Truncate(time.Second)) {
+			return false, fmt.Errorf("last report %v", nm.Status.UpdateTime)
+		}
+		return true, nil
+	}, "waiting for the agent's NodeMetric report for %s", s.node.Name)
+	return nm
+}
+
+// podSpec describes a workload pod.
+type podSpec struct {
+	name, class string
+	// burners is how many shell loops it runs (each spins one core);
+	// 0 sleeps.
+	burners int
+	// cpuRequest, cpuLimit, memRequest, memLimit: "" for none.
+	cpuRequest, cpuLimit, memRequest, memLimit string
+	// script replaces the burners when set.
+	script string
+	// extraResources are more requests (and equal limits), e.g. tier
+	// resources.
+	extraResources corev1.ResourceList
+	labels         map[string]string
+	// scheduler is the profile; empty for waterline-scheduler.
+	scheduler string
+}
+
+// burnScript runs n busy loops and exits at once on SIGTERM.
+func burnScript(n int) string {
+	if n == 0 {
+		return "trap 'exit 0' TERM; while :; do sleep 1; done"
+	}
+	return fmt.Sprintf("trap 'kill 0; exit 0' TERM; for i in $(seq %d); do (while :; do :; done) & done; wait", n)
+}
+
+// createPod creates a hostNetwork pod of p in ns for waterline-scheduler
+// (the test's namespace has no pod network: every pod is hostNetwork).
+func (s *system) createPod(t *testing.T, ns string, p podSpec) *corev1.Pod {
+	t.Helper()
+	req, lim := corev1.ResourceList{}, corev1.ResourceList{}
+	for _, q := range []struct {
+		list corev1.ResourceList
+		name corev1.ResourceName
+		v    string
+	}{{req, corev1.ResourceCPU, p.cpuRequest}, {lim, corev1.ResourceCPU, p.cpuLimit}, {req, corev1.ResourceMemory, p.memRequest}, {lim, corev1.ResourceMemory, p.memLimit}} {
+		if q.v != "" {
+			q.list[q.name] = resource.MustParse(q.v)
+		}
+	}
+	for k, v := range p.extraResources {
+		req[k], lim[k] = v, v
+	}
+	script := p.script
+	if script == "" {
+		script = burnScript(p.burners)
+	}
+	if p.scheduler == "" {
+		p.scheduler = testutil.SchedulerName
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name, Labels: p.labels},
+		Spec: corev1.PodSpec{
+			SchedulerName:                 p.scheduler,
+			PriorityClassName:             p.class,
+			HostNetwork:                   true,
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			NodeSelector:                  map[string]string{"waterline.dev/real-node": "true"},
+			Containers: []corev1.Container{{
+				Name: "main", Image: testutil.BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Command:   []string{"/bin/sh", "-c", script},
+				Resources: corev1.ResourceRequirements{Requests: req, Limits: lim},
+			}},
+		},
+	}
+	created, err := s.c.Kube.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("Creating pod %s/%s: %v", ns, p.name, err)
+	}
+	return created
+}
+
+// waitRunning waits for pods to run on the real node and returns them.
+func (s *system) waitRunning(t *testing.T, ns string, names ...string) map[string]*corev1.Pod {
+	t.Helper()
+	out := map[string]*corev1.Pod{}
+	for _, name := range names {
+		p := s.c.WaitPodRunning(t, ns, name, 2*time.Minute)
+		if p.Spec.NodeName != s.node.Name {
+			t.Fatalf("pod %s/%s runs on %q, want the real node %s", ns, name, p.Spec.NodeName, s.node.Name)
+		}
+		out[name] = p
+	}
+	return out
+}
+
+// namespace creates a namespace for one scenario and, when it ends,
+// deletes its pods and waits for kubelet to stop them, so the next
+// scenario starts on a quiet node.
+func (s *system) namespace(t *testing.T, name string, lbls ...map[string]string) string {
+	t.Helper()
+	var l map[string]string
+	if len(lbls) > 0 {
+		l = lbls[0]
+	}
+	s.c.CreateNamespace(t, name, l)
+	s.c.WaitServiceAccount(t, name, "default", time.Minute)
+	t.Cleanup(func() {
+		s.node.DeletePodsAndWait(t, name, 2*time.Minute)
+	})
+	return name
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
