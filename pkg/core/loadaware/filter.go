@@ -1,6 +1,10 @@
 package loadaware
 
-import "time"
+import (
+	"math"
+	"math/bits"
+	"time"
+)
 
 // Reason says why Filter refused a node.
 type Reason uint8
@@ -165,18 +169,43 @@ func (c *Config) judged(pod *PodLoad, node *NodeLoad, est *Vector) (Reason, *Vec
 	return ReasonUsage, &t.Usage
 }
 
-// sum3 sets dst = a + b + c over the first n resources.
+// sum3 sets dst = a + b + c over the first n resources, saturating at
+// math.MaxInt64: a sum that wrapped to a negative number would fit any
+// threshold.
 func sum3(dst, a, b, c *Vector, n int) {
 	for i := range n {
-		dst[i] = a[i] + b[i] + c[i]
+		dst[i] = addSat(addSat(a[i], b[i]), c[i])
 	}
+}
+
+// addSat is a + b, held to [math.MinInt64, math.MaxInt64].
+func addSat(a, b int64) int64 {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
+	}
+	return s
 }
 
 // Percent is round(100 × used / total), rounding halves up, in integers so
 // that the byte counts of large nodes stay exact; total must be positive.
+// The product is taken in 128 bits, so exabyte quantities give their true
+// percentage instead of a wrapped one; a result beyond int64 saturates.
 func Percent(used, total int64) int64 {
-	if used <= 0 {
+	if used <= 0 || total <= 0 {
 		return 0
 	}
-	return (used*200 + total) / (2 * total)
+	// (used × 200 + total) / (2 × total); 2 × total < 2^64 as total < 2^63.
+	hi, lo := bits.Mul64(uint64(used), 200)
+	lo, carry := bits.Add64(lo, uint64(total), 0)
+	hi += carry
+	div := 2 * uint64(total)
+	if hi >= div {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, div)
+	return int64(min(q, math.MaxInt64))
 }

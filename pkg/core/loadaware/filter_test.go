@@ -1,6 +1,7 @@
 package loadaware
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -275,6 +276,34 @@ func TestFilterSkipsResourcesWithoutAllocatable(t *testing.T) {
 	}
 }
 
+func TestFilterHugeQuantities(t *testing.T) {
+	// raw-allocatable {"memory":"1E"} and a reported usage of 1Ei: the
+	// node is at 115 % of its memory and must be refused, however large
+	// the numbers.
+	c := mustConfig(t, defaultSpec())
+	node := makeNode("n", map[string]string{extension.AnnotationRawAllocatable: `{"memory":"1E"}`}, "cpu", "16", "memory", "64Gi")
+	alloc, err := c.Allocatable(node)
+	if err != nil {
+		t.Fatalf("Allocatable: %v", err)
+	}
+	load := NodeLoad{Allocatable: alloc, Thresholds: c.Thresholds, Metric: c.NewMetric(makeMetric("n", t0).usage("cpu", "1", "memory", "1Ei").obj())}
+	pod := PodLoad{Estimate: vec(1000, 1*Gi)}
+	if got := c.Filter(&pod, &load, t0); got.Reason != ReasonUsage || got.Over != 1<<Memory {
+		t.Errorf("Filter = %+v, want memory over its threshold", got)
+	}
+	// Usage near the int64 limit with excess on top must not wrap to a
+	// negative, fitting sum.
+	load.Excess = Vector{Memory: math.MaxInt64 / 2}
+	load.Metric = c.NewMetric(makeMetric("n", t0).usage("cpu", "1", "memory", "7Ei").obj())
+	if got := c.Filter(&pod, &load, t0); got.Reason != ReasonUsage || got.Over != 1<<Memory {
+		t.Errorf("Filter with excess near the int64 limit = %+v, want memory over its threshold", got)
+	}
+	// cpu (1000 + 1000) of 16000 → 87; memory over → 0; ⌊87 / 2⌋.
+	if got := c.Score(&pod, &load, t0); got != 43 {
+		t.Errorf("Score of a node over its memory = %d, want 43", got)
+	}
+}
+
 func TestPercent(t *testing.T) {
 	tests := []struct{ used, total, want int64 }{
 		{0, 100, 0},
@@ -283,6 +312,11 @@ func TestPercent(t *testing.T) {
 		{1, 201, 0}, // 0.497 % rounds down
 		{3, 2, 150}, // over 100 % is reported as is
 		{1 << 40, 1 << 41, 50},
+		// 1Ei used of 1E: 115 %, not the −4 % that 64-bit used × 200 gave.
+		{1 << 60, 1_000_000_000_000_000_000, 115},
+		{math.MaxInt64, math.MaxInt64, 100},
+		{math.MaxInt64, 1, math.MaxInt64}, // saturates instead of wrapping
+		{math.MaxInt64 / 2, math.MaxInt64, 50},
 	}
 	for _, tc := range tests {
 		if got := Percent(tc.used, tc.total); got != tc.want {

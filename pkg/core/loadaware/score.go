@@ -1,6 +1,9 @@
 package loadaware
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // MaxScore is the best score; it equals the scheduler framework's
 // MaxNodeScore.
@@ -66,5 +69,8 @@ func LeastUsed(used, total int64) int64 {
 	if total <= 0 || used > total {
 		return 0
 	}
-	return (total - max(used, 0)) * MaxScore / total
+	// (total − used) × 100 in 128 bits: exabyte totals overflow 64.
+	hi, lo := bits.Mul64(uint64(total-max(used, 0)), MaxScore)
+	q, _ := bits.Div64(hi, lo, uint64(total))
+	return int64(q)
 }

@@ -139,6 +139,8 @@ func TestLeastUsed(t *testing.T) {
 		{101, 100, 0},
 		{5, 0, 0},
 		{-5, 100, 100},
+		// 2^59 used of 1E: (1e18 − 2^59) × 100 overflows 64 bits.
+		{1 << 59, 1_000_000_000_000_000_000, 42},
 	}
 	for _, tc := range tests {
 		if got := LeastUsed(tc.used, tc.total); got != tc.want {

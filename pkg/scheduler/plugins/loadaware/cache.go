@@ -40,6 +40,10 @@ type nodeState struct {
 	// node is the Node object load.Allocatable and load.Thresholds were
 	// derived from; a new object in the snapshot derives them again.
 	node *corev1.Node
+	// annotationErr is the last error of the node's annotations, so each
+	// new one is reported once, not once per Node object (every status
+	// heartbeat is a new object).
+	annotationErr string
 	// excessFresh is false after any change of metric or pods; excessUntil
 	// is when a forced window ends and the sums must be redone.
 	excessFresh bool
@@ -164,8 +168,9 @@ func (c *nodeCache) dropIfEmptyLocked(name string, ns *nodeState) {
 // the caller reads ns.load and unlocks ns.mu. It returns nil when LoadAware
 // knows nothing about the node. Handing out the locked state rather than a
 // copy of the load keeps Filter and Score from copying half a kilobyte per
-// node. The error is the node's malformed annotations, reported only when
-// the Node object changed, so that a caller logs each once.
+// node. The error is the node's malformed annotations, returned only when
+// it differs from the last one returned for the node, so that a caller
+// reports each once.
 func (c *nodeCache) acquire(node *corev1.Node, now time.Time) (*nodeState, error) {
 	ns := c.get(node.Name)
 	if ns == nil {
@@ -179,6 +184,14 @@ func (c *nodeCache) acquire(node *corev1.Node, now time.Time) (*nodeState, error
 		ns.load.Thresholds, thrErr = c.cfg.NodeThresholds(node)
 		ns.node = node
 		err = errors.Join(allocErr, thrErr)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if msg == ns.annotationErr {
+			err = nil
+		}
+		ns.annotationErr = msg
 	}
 	if m := ns.load.Metric; m != nil && (!ns.excessFresh || !ns.excessUntil.IsZero() && !now.Before(ns.excessUntil)) {
 		ns.load.Excess, ns.load.ProdExcess, ns.excessUntil = core.NodeExcess(ns.podSeq(), m, now)

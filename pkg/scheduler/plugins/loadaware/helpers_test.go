@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -44,6 +45,8 @@ type env struct {
 	kube     *kubefake.Clientset
 	wl       *wlfake.Clientset
 	snapshot *cache.Snapshot
+	// events holds the Events the plugin emitted, one string each.
+	events *events.FakeRecorder
 }
 
 func defaultArgs() *config.LoadAwareArgs {
@@ -74,6 +77,7 @@ func newEnv(t testing.TB, args *config.LoadAwareArgs, nodes []*corev1.Node, pods
 		kube:     kubefake.NewClientset(kubeObjs...),
 		wl:       newWaterlineClient(wlObjs...),
 		snapshot: cache.NewSnapshot(pods, nodes),
+		events:   events.NewFakeRecorder(100),
 	}
 	informerFactory := informers.NewSharedInformerFactory(e.kube, 0)
 	factory := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
@@ -89,6 +93,7 @@ func newEnv(t testing.TB, args *config.LoadAwareArgs, nodes []*corev1.Node, pods
 		frameworkruntime.WithInformerFactory(informerFactory),
 		frameworkruntime.WithSnapshotSharedLister(e.snapshot),
 		frameworkruntime.WithClientSet(e.kube),
+		frameworkruntime.WithEventRecorder(e.events),
 	)
 	if err != nil {
 		t.Fatalf("creating the framework: %v", err)

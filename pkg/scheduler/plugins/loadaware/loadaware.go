@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
@@ -62,6 +63,8 @@ type LoadAware struct {
 	clock   clock.PassiveClock
 	cache   *nodeCache
 	reasons reasons
+	// recorder emits Events about nodes; nil in tests without one.
+	recorder events.EventRecorder
 	// stopped is closed once the NodeMetric informers have stopped.
 	stopped chan struct{}
 }
@@ -145,6 +148,9 @@ func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, cl
 		cache:   newNodeCache(cfg),
 		reasons: newReasons(&cfg.Resources),
 		stopped: make(chan struct{}),
+	}
+	if r := h.EventRecorder(); r != nil {
+		pl.recorder = r
 	}
 
 	// The handle's pod informer is started by the scheduler after all
@@ -235,7 +241,7 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	}
 	ns, err := pl.cache.acquire(node, s.now)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Ignoring node annotation", "node", klog.KObj(node))
+		pl.badAnnotation(ctx, node, err)
 	}
 	if ns == nil {
 		// No NodeMetric and no pods: the load is unknown, the node fits.
@@ -256,6 +262,15 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons...)
 }
 
+// badAnnotation reports a node annotation LoadAware ignores, in the log
+// and as a Warning Event on the Node, where its owner looks.
+func (pl *LoadAware) badAnnotation(ctx context.Context, node *corev1.Node, err error) {
+	klog.FromContext(ctx).Error(err, "Ignoring node annotation", "node", klog.KObj(node))
+	if pl.recorder != nil {
+		pl.recorder.Eventf(node, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Scheduling", "LoadAware ignores the annotation: %v", err)
+	}
+}
+
 // Score ranks the node by how little of it would be used with the pod; see
 // core.Config.Score.
 func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
@@ -266,7 +281,7 @@ func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev
 	}
 	ns, err := pl.cache.acquire(node, s.now)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Ignoring node annotation", "node", klog.KObj(node))
+		pl.badAnnotation(ctx, node, err)
 	}
 	if ns == nil {
 		// No NodeMetric and no pods: the load is unknown.

@@ -129,6 +129,29 @@ func TestFilter(t *testing.T) {
 		// (10 + 0.85) / 32 = 33.9 % → 34 ≤ 65.
 		wantCode: fwk.Success,
 	}, {
+		name:   "a negative raw-allocatable annotation is ignored, not a free pass",
+		node:   node16("n").Annotation(extension.AnnotationRawAllocatable, `{"cpu":"-32"}`).Obj(),
+		metric: metric("n", t0).usage("14", "32Gi").obj(),
+		pod:    pod("p", "1", "1Gi").Obj(),
+		// The node's own 16 cores: (14 + 0.85) / 16 = 92.8 % → 93 > 65.
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{"node(s) cpu usage exceed threshold"},
+	}, {
+		name:       "a zero raw-allocatable annotation is ignored, not a free pass",
+		node:       node16("n").Annotation(extension.AnnotationRawAllocatable, `{"cpu":"0"}`).Obj(),
+		metric:     metric("n", t0).usage("14", "32Gi").obj(),
+		pod:        pod("p", "1", "1Gi").Obj(),
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{"node(s) cpu usage exceed threshold"},
+	}, {
+		name:   "1Ei used of a raw allocatable of 1E does not wrap to a fit",
+		node:   node16("n").Annotation(extension.AnnotationRawAllocatable, `{"memory":"1E"}`).Obj(),
+		metric: metric("n", t0).usage("1", "1Ei").obj(),
+		pod:    pod("p", "1", "1Gi").Obj(),
+		// 2^60 / 10^18 = 115 % > 95.
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{"node(s) memory usage exceed threshold"},
+	}, {
 		name: "Prod thresholds: a Prod pod ignores Batch load",
 		args: func(a *config.LoadAwareArgs) { a.ProdUsageThresholds = map[corev1.ResourceName]int64{"cpu": 55} },
 		node: node16("n").Obj(),
@@ -499,5 +522,21 @@ func TestCoreSpecCarriesEveryArg(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, coreSpec(args)); diff != "" {
 		t.Errorf("coreSpec (-want +got):\n%s", diff)
+	}
+}
+
+func TestBadAnnotationIsReportedOnce(t *testing.T) {
+	node := node16("n").Annotation(extension.AnnotationRawAllocatable, `{"cpu":"-32"}`).Obj()
+	e := newEnv(t, nil, []*corev1.Node{node}, nil, metric("n", t0).usage("1", "1Gi").obj())
+	for range 3 {
+		e.filter(pod("p", "1", "1Gi").Obj(), "n")
+	}
+	var got []string
+	for len(e.events.Events) > 0 {
+		got = append(got, <-e.events.Events)
+	}
+	want := []string{`Warning InvalidAnnotation LoadAware ignores the annotation: ignoring annotation waterline.dev/raw-allocatable="{\"cpu\":\"-32\"}" of node n: cpu: -32 is not positive`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Events (-want +got):\n%s", diff)
 	}
 }
