@@ -158,11 +158,8 @@ func (c *Config) judged(pod *PodLoad, node *NodeLoad, est *Vector) (Reason, *Vec
 		}
 		return ReasonProdUsage, &t.Prod
 	case t.HasAggregated():
-		base := &m.NodeUsage
-		if agg := m.Aggregate(t.Aggregation); agg != nil {
-			base = agg
-		}
-		sum3(est, base, &node.Excess, &pod.Estimate, n)
+		base, _ := m.Aggregate(t.Aggregation)
+		sum3(est, &base, &node.Excess, &pod.Estimate, n)
 		return ReasonAggregatedUsage, &t.Aggregated
 	}
 	sum3(est, &m.NodeUsage, &node.Excess, &pod.Estimate, n)

@@ -41,6 +41,8 @@ func TestFilter(t *testing.T) {
 	usageOnly := Thresholds{Usage: Vector{65, 95}}
 	withProd := Thresholds{Usage: Vector{65, 95}, Prod: Vector{55}}
 	aggregated := Thresholds{Usage: Vector{65, 95}, Aggregated: Vector{70}, Aggregation: Aggregation{Type: v1alpha1.AggregationP95, Duration: 5 * time.Minute}}
+	aggregatedLongest := Thresholds{Usage: Vector{65, 95}, Aggregated: Vector{60}, Aggregation: Aggregation{Type: v1alpha1.AggregationP95}}
+	aggregated15m := Thresholds{Usage: Vector{65, 95}, Aggregated: Vector{60}, Aggregation: Aggregation{Type: v1alpha1.AggregationP95, Duration: 15 * time.Minute}}
 
 	tests := []struct {
 		name       string
@@ -232,6 +234,28 @@ func TestFilter(t *testing.T) {
 		thresholds: aggregated,
 		// 4000 + 1000 = 5000 / 16000 = 31.25 → 31.
 		want: verdict{Estimated: vec(5000, 9*Gi), Percent: Vector{31}, Thresholds: Vector{70}},
+	}, {
+		// The agent has not filled the 15m window yet: the longest window
+		// that has cpu (5m) is judged, not an empty one read as 0 %.
+		name:       "aggregated, longest window empty: the longest window with the resource",
+		pod:        mid,
+		metric:     used("4", "8Gi").aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "11680m").aggregate(15*time.Minute, v1alpha1.AggregationP95).obj(),
+		thresholds: aggregatedLongest,
+		// p95 5m 11680 + 1000 = 12680 / 16000 = 79.25 → 79 > 60.
+		want: verdict{Reason: ReasonAggregatedUsage, Over: 1 << CPU, Estimated: vec(12680, 9*Gi), Percent: Vector{79}, Thresholds: Vector{60}},
+	}, {
+		name:       "aggregated, asked window empty: the longest window with the resource",
+		pod:        mid,
+		metric:     used("4", "8Gi").aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "11680m").aggregate(15*time.Minute, v1alpha1.AggregationP95, "memory", "8Gi").obj(),
+		thresholds: aggregated15m,
+		want:       verdict{Reason: ReasonAggregatedUsage, Over: 1 << CPU, Estimated: vec(12680, 9*Gi), Percent: Vector{79}, Thresholds: Vector{60}},
+	}, {
+		name:       "aggregated, no window has the resource: node usage",
+		pod:        mid,
+		metric:     used("11", "8Gi").aggregate(15*time.Minute, v1alpha1.AggregationP95, "memory", "8Gi").obj(),
+		thresholds: aggregatedLongest,
+		// node usage 11000 + 1000 = 12000 / 16000 = 75 > 60.
+		want: verdict{Reason: ReasonAggregatedUsage, Over: 1 << CPU, Estimated: vec(12000, 9*Gi), Percent: Vector{75}, Thresholds: Vector{60}},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,11 +33,8 @@ func (c *Config) Score(pod *PodLoad, node *NodeLoad, now time.Time) int64 {
 	case pod.Prod && c.ScoreAccordingProdUsage:
 		sum3(&used, &m.ProdUsage, &node.ProdExcess, &pod.Estimate, n)
 	case c.ScoreAggregation.Enabled():
-		base := &m.NodeUsage
-		if agg := m.Aggregate(c.ScoreAggregation); agg != nil {
-			base = agg
-		}
-		sum3(&used, base, &node.Excess, &pod.Estimate, n)
+		base, _ := m.Aggregate(c.ScoreAggregation)
+		sum3(&used, &base, &node.Excess, &pod.Estimate, n)
 	default:
 		sum3(&used, &m.NodeUsage, &node.Excess, &pod.Estimate, n)
 	}
