@@ -256,7 +256,7 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 		j := pl.cfg.Judge(&s.pod, &ns.load, s.now)
 		n := pl.cfg.Resources.Len()
-		logger.Info("Node refused by load", "pod", klog.KObj(pod), "node", klog.KObj(node), "reasons", reasons,
+		logger.Info("Node refused by load", "pod", klog.KObj(pod), "node", klog.KObj(node), "reasons", reasons, "prodUsage", v.Reason == core.ReasonProdUsage,
 			"estimated", pl.cfg.Resources.List(j.Estimated), "percent", j.Percent[:n], "thresholds", j.Thresholds[:n])
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons...)

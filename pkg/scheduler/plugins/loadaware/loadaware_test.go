@@ -176,7 +176,7 @@ func TestFilter(t *testing.T) {
 		pod: pod("p", "1", "1Gi").Obj(),
 		// max(4, 9) + 0.85 = 9.85 / 16 = 61.6 % → 62 > 55.
 		wantCode:   fwk.UnschedulableAndUnresolvable,
-		wantReason: []string{"node(s) cpu prod usage exceed threshold"},
+		wantReason: []string{"node(s) cpu usage exceed threshold"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,19 +7,20 @@ import (
 )
 
 // Reasons a node is refused, in Koordinator's words so that users of both
-// read the same "0/N nodes are available" message.
+// read the same "0/N nodes are available" message. Like Koordinator's, a
+// refusal by Prod usage reads as a usage refusal; which usage was judged
+// (node, aggregate, Prod) is in the V(4) log with the numbers.
 const (
 	ReasonNodeMetricExpired = "node(s) nodeMetric expired"
 	ReasonForbidScheduling  = "node(s) forbid scheduling of batch and free pods"
 	reasonUsageFormat       = "node(s) %s usage exceed threshold"
 	reasonAggregatedFormat  = "node(s) %s aggregated usage exceed threshold"
-	reasonProdFormat        = "node(s) %s prod usage exceed threshold"
 )
 
 // reasons holds every refusal message, built once per resource, so a
 // refusal does not format strings per node.
 type reasons struct {
-	usage, aggregated, prod [core.MaxResources]string
+	usage, aggregated [core.MaxResources]string
 }
 
 func newReasons(r *core.Resources) reasons {
@@ -28,7 +29,6 @@ func newReasons(r *core.Resources) reasons {
 		name := string(r.Name(i))
 		out.usage[i] = fmt.Sprintf(reasonUsageFormat, name)
 		out.aggregated[i] = fmt.Sprintf(reasonAggregatedFormat, name)
-		out.prod[i] = fmt.Sprintf(reasonProdFormat, name)
 	}
 	return out
 }
@@ -41,12 +41,10 @@ func (r *reasons) of(v core.Verdict) []string {
 		return []string{ReasonNodeMetricExpired}
 	case core.ReasonForbidScheduling:
 		return []string{ReasonForbidScheduling}
-	case core.ReasonUsage:
+	case core.ReasonUsage, core.ReasonProdUsage:
 		per = &r.usage
 	case core.ReasonAggregatedUsage:
 		per = &r.aggregated
-	case core.ReasonProdUsage:
-		per = &r.prod
 	default:
 		return nil
 	}
