@@ -64,8 +64,10 @@ type Judgement struct {
 // Filter decides whether the pod may go to the node, in this order:
 //
 //  1. DaemonSet pods always fit: they must run on every node.
-//  2. A node without a NodeMetric fits: its load is unknown, so LoadAware
-//     steps aside, as Koordinator does for nodes without an agent.
+//  2. A node without a NodeMetric, or whose NodeMetric was never reported,
+//     fits: its load is unknown, so LoadAware steps aside, as Koordinator
+//     does for nodes without an agent (a forbid-scheduling condition on
+//     a never-reported NodeMetric still counts, rule 3).
 //  3. Batch and Free pods do not fit a node in forbid-scheduling state.
 //  4. A node whose NodeMetric expired does not fit, unless
 //     ScheduleWhenMetricExpired, in which case it fits unchecked.
@@ -134,6 +136,12 @@ func (c *Config) gate(pod *PodLoad, node *NodeLoad, now time.Time) (v Verdict, d
 		return Verdict{}, true
 	case m.ForbidScheduling && pod.LowPriority:
 		return Verdict{Reason: ReasonForbidScheduling}, true
+	case m.UpdateTime.IsZero():
+		// Created (the manager makes one per node) but never reported: no
+		// agent runs there yet, which is no NodeMetric at all -- not a
+		// silent agent. Refusing it as expired would trap a cluster
+		// installed without agents.
+		return Verdict{}, true
 	case c.Expired(m, now) && c.ScheduleWhenMetricExpired:
 		return Verdict{}, true
 	case c.Expired(m, now):

@@ -152,10 +152,18 @@ func TestFilter(t *testing.T) {
 		now:    t0.Add(179 * time.Second),
 		want:   verdict{Estimated: vec(2000, 2*Gi), Percent: Vector{13, 3}, Thresholds: Vector{65, 95}},
 	}, {
-		name:   "never reported counts as expired",
+		// Created (by the manager) but never reported: no agent runs there
+		// yet. Like a node without a NodeMetric it fits unchecked, rather
+		// than trapping a cluster without agents as "expired".
+		name:   "never reported counts as no NodeMetric: fits unchecked",
 		pod:    mid,
 		metric: &v1alpha1.NodeMetric{},
-		want:   verdict{Reason: ReasonMetricExpired},
+		want:   verdict{},
+	}, {
+		name:   "never reported, forbid condition set: Batch still refused",
+		pod:    batch,
+		metric: &v1alpha1.NodeMetric{Status: v1alpha1.NodeMetricStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionForbidScheduling, Status: metav1.ConditionTrue}}}},
+		want:   verdict{Reason: ReasonForbidScheduling},
 	}, {
 		name:   "expired allowed: fits unchecked",
 		spec:   func(s *Spec) { s.EnableScheduleWhenNodeMetricsExpired = true },

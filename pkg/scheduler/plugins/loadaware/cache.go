@@ -78,22 +78,25 @@ func (c *nodeCache) getOrCreateLocked(name string) *nodeState {
 	return ns
 }
 
-// setMetric records a node's NodeMetric, or its deletion when m is nil.
-// A metric reported earlier than the one held is ignored: NodeMetrics reach
-// the plugin two ways -- its own informer, and the requeue hints fed by the
-// scheduler's informer -- and neither may take the plugin's view back.
-func (c *nodeCache) setMetric(name string, m *core.Metric) {
+// setMetric records a node's NodeMetric, or its deletion when m is nil,
+// and returns the one it replaced; applied is false when m was ignored. A
+// metric reported earlier than the one held is ignored, so that a late
+// delivery (a relist) never takes the view back.
+func (c *nodeCache) setMetric(name string, m *core.Metric) (prev *core.Metric, applied bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ns := c.getOrCreateLocked(name)
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	if m != nil && ns.load.Metric != nil && ns.load.Metric.UpdateTime.After(m.UpdateTime) {
-		return
+	prev = ns.load.Metric
+	if m != nil && prev != nil && prev.UpdateTime.After(m.UpdateTime) {
+		c.dropIfEmptyLocked(name, ns)
+		return prev, false
 	}
 	ns.load.Metric = m
 	ns.excessFresh = false
 	c.dropIfEmptyLocked(name, ns)
+	return prev, true
 }
 
 // assign counts a pod on nodeName: bound (assumed false) or reserved by this

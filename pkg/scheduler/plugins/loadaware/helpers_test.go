@@ -2,6 +2,9 @@ package loadaware
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -47,6 +51,49 @@ type env struct {
 	snapshot *cache.Snapshot
 	// events holds the Events the plugin emitted, one string each.
 	events *events.FakeRecorder
+	// activator records the pods the plugin activated.
+	activator *fakeActivator
+}
+
+// fakeActivator is the scheduling queue's PodActivator, recording.
+type fakeActivator struct {
+	mu   sync.Mutex
+	pods map[string]bool
+}
+
+func (a *fakeActivator) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pods == nil {
+		a.pods = map[string]bool{}
+	}
+	for _, p := range pods {
+		a.pods[p.Namespace+"/"+p.Name] = true
+	}
+}
+
+// names returns the activated pods, sorted.
+func (a *fakeActivator) names() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Sorted(maps.Keys(a.pods))
+}
+
+func (a *fakeActivator) reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pods = nil
+}
+
+// updateMetric writes a NodeMetric to the fake API, creating it if needed.
+func (e *env) updateMetric(nm *v1alpha1.NodeMetric) {
+	e.t.Helper()
+	client := e.wl.WaterlineV1alpha1().NodeMetrics()
+	if _, err := client.Update(e.ctx, nm, metav1.UpdateOptions{}); err != nil {
+		if _, err := client.Create(e.ctx, nm, metav1.CreateOptions{}); err != nil {
+			e.t.Fatalf("writing NodeMetric %s: %v", nm.Name, err)
+		}
+	}
 }
 
 func defaultArgs() *config.LoadAwareArgs {
@@ -71,13 +118,14 @@ func newEnv(t testing.TB, args *config.LoadAwareArgs, nodes []*corev1.Node, pods
 		wlObjs = append(wlObjs, m)
 	}
 	e := &env{
-		t:        t,
-		ctx:      ctx,
-		clock:    testingclock.NewFakeClock(t0.Add(10 * time.Second)),
-		kube:     kubefake.NewClientset(kubeObjs...),
-		wl:       newWaterlineClient(wlObjs...),
-		snapshot: cache.NewSnapshot(pods, nodes),
-		events:   events.NewFakeRecorder(100),
+		t:         t,
+		ctx:       ctx,
+		clock:     testingclock.NewFakeClock(t0.Add(10 * time.Second)),
+		kube:      kubefake.NewClientset(kubeObjs...),
+		wl:        newWaterlineClient(wlObjs...),
+		snapshot:  cache.NewSnapshot(pods, nodes),
+		events:    events.NewFakeRecorder(100),
+		activator: &fakeActivator{},
 	}
 	informerFactory := informers.NewSharedInformerFactory(e.kube, 0)
 	factory := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
@@ -94,6 +142,7 @@ func newEnv(t testing.TB, args *config.LoadAwareArgs, nodes []*corev1.Node, pods
 		frameworkruntime.WithSnapshotSharedLister(e.snapshot),
 		frameworkruntime.WithClientSet(e.kube),
 		frameworkruntime.WithEventRecorder(e.events),
+		frameworkruntime.WithPodActivator(e.activator),
 	)
 	if err != nil {
 		t.Fatalf("creating the framework: %v", err)

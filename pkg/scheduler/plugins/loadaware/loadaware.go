@@ -65,6 +65,12 @@ type LoadAware struct {
 	reasons reasons
 	// recorder emits Events about nodes; nil in tests without one.
 	recorder events.EventRecorder
+	// activator is the scheduling queue, to activate refused pods.
+	activator fwk.PodActivator
+	// pending are the pods not bound yet; wake asks runActivation to
+	// activate the ones LoadAware may have refused.
+	pending pendingPods
+	wake    chan struct{}
 	// stopped is closed once the NodeMetric informers have stopped.
 	stopped chan struct{}
 }
@@ -143,11 +149,13 @@ func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, cl
 		return nil, fmt.Errorf("invalid LoadAware args: %w", err)
 	}
 	pl := &LoadAware{
-		cfg:     cfg,
-		clock:   clk,
-		cache:   newNodeCache(cfg),
-		reasons: newReasons(&cfg.Resources),
-		stopped: make(chan struct{}),
+		cfg:       cfg,
+		clock:     clk,
+		cache:     newNodeCache(cfg),
+		reasons:   newReasons(&cfg.Resources),
+		stopped:   make(chan struct{}),
+		activator: h,
+		wake:      make(chan struct{}, 1),
 	}
 	if r := h.EventRecorder(); r != nil {
 		pl.recorder = r
@@ -166,10 +174,16 @@ func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, cl
 		return nil, fmt.Errorf("watching NodeMetrics: %w", err)
 	}
 	factory.Start(ctx.Done())
+	activationDone := make(chan struct{})
+	go func() {
+		defer close(activationDone)
+		pl.runActivation(ctx, logger)
+	}()
 	go func() {
 		defer close(pl.stopped)
 		<-ctx.Done()
 		factory.Shutdown()
+		<-activationDone
 	}()
 	syncCtx, cancel := context.WithTimeout(ctx, metricSyncTimeout)
 	defer cancel()
@@ -317,6 +331,6 @@ func (pl *LoadAware) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFrag
 	return []fwk.SignFragment{{Key: "waterline.dev/" + Name + ".PodLoad()", Value: load}}, nil
 }
 
-// Stopped is closed once the plugin's NodeMetric informers have stopped,
-// after the context given to New ended.
+// Stopped is closed once the plugin's NodeMetric informers and its
+// activation loop have stopped, after the context given to New ended.
 func (pl *LoadAware) Stopped() <-chan struct{} { return pl.stopped }

@@ -82,6 +82,12 @@ func TestFilter(t *testing.T) {
 		wantCode:   fwk.UnschedulableAndUnresolvable,
 		wantReason: []string{ReasonNodeMetricExpired},
 	}, {
+		name:     "a NodeMetric never reported counts as none: the node fits",
+		node:     node16("n").Obj(),
+		metric:   &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
+		pod:      pod("p", "1", "1Gi").Obj(),
+		wantCode: fwk.Success,
+	}, {
 		name:     "a stale NodeMetric fits when allowed",
 		args:     func(a *config.LoadAwareArgs) { a.EnableScheduleWhenNodeMetricsExpired = true },
 		node:     node16("n").Obj(),

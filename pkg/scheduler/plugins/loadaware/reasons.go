@@ -2,6 +2,9 @@ package loadaware
 
 import (
 	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
 )
@@ -15,6 +18,8 @@ const (
 	ReasonForbidScheduling  = "node(s) forbid scheduling of batch and free pods"
 	reasonUsageFormat       = "node(s) %s usage exceed threshold"
 	reasonAggregatedFormat  = "node(s) %s aggregated usage exceed threshold"
+	// reasonExceedSuffix ends every usage refusal.
+	reasonExceedSuffix = "usage exceed threshold"
 )
 
 // reasons holds every refusal message, built once per resource, so a
@@ -55,4 +60,19 @@ func (r *reasons) of(v core.Verdict) []string {
 		}
 	}
 	return out
+}
+
+// mayHaveRefused reports whether LoadAware may be why a pending pod waits:
+// it was not refused yet, or its PodScheduled=False message names one of
+// LoadAware's reasons.
+func (r *reasons) mayHaveRefused(pod *corev1.Pod) bool {
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse {
+			continue
+		}
+		return strings.Contains(c.Message, ReasonNodeMetricExpired) || strings.Contains(c.Message, ReasonForbidScheduling) ||
+			strings.Contains(c.Message, reasonExceedSuffix)
+	}
+	return true
 }
