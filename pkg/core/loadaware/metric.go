@@ -23,6 +23,10 @@ type Metric struct {
 	expiresAt int64
 	// ReportInterval is the agent's reporting period for this node.
 	ReportInterval time.Duration
+	// AggregateWindow is the window node and pod usage are averaged over
+	// (spec.collectPolicy.aggregateDurationSeconds): a pod that ran for
+	// part of it is only that part in the average.
+	AggregateWindow time.Duration
 	// NodeUsage is the node's average usage.
 	NodeUsage Vector
 	// ProdUsage is Σ usage of the node's Prod pods, plus the system usage
@@ -56,9 +60,11 @@ type Aggregate struct {
 // Prod, like extension.BandOf's default: Prod usage then errs on the high
 // side, which is the safe one for Prod thresholds.
 func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
+	cp := v1alpha1.CollectPolicyWithDefaults(nm.Spec.CollectPolicy)
 	m := &Metric{
-		ReportInterval: time.Duration(*v1alpha1.CollectPolicyWithDefaults(nm.Spec.CollectPolicy).ReportIntervalSeconds) * time.Second,
-		PodUsage:       make(map[string]Vector, len(nm.Status.PodsMetric)),
+		ReportInterval:  time.Duration(*cp.ReportIntervalSeconds) * time.Second,
+		AggregateWindow: time.Duration(*cp.AggregateDurationSeconds) * time.Second,
+		PodUsage:        make(map[string]Vector, len(nm.Status.PodsMetric)),
 	}
 	st := &nm.Status
 	if st.UpdateTime != nil {

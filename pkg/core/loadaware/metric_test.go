@@ -41,7 +41,7 @@ func TestNewMetric(t *testing.T) {
 		nm:   full,
 		// Prod usage: a (1000m, 2Gi) + b (500m, 1Gi) = (1500m, 3Gi); c is Batch.
 		want: &Metric{
-			UpdateTime: t0, ReportInterval: 30 * time.Second, NodeUsage: vec(4000, 8*Gi),
+			UpdateTime: t0, ReportInterval: 30 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(4000, 8*Gi),
 			ProdUsage: vec(1500, 3*Gi), ProdPeak: vec(3000, 5*Gi), HasProdPeak: true,
 			Aggregates: aggregates, ForbidScheduling: true, PodUsage: podUsage,
 		},
@@ -51,18 +51,18 @@ func TestNewMetric(t *testing.T) {
 		nm:         full,
 		// (1500m, 3Gi) + system (500m, 1Gi) = (2000m, 4Gi).
 		want: &Metric{
-			UpdateTime: t0, ReportInterval: 30 * time.Second, NodeUsage: vec(4000, 8*Gi),
+			UpdateTime: t0, ReportInterval: 30 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(4000, 8*Gi),
 			ProdUsage: vec(2000, 4*Gi), ProdPeak: vec(3000, 5*Gi), HasProdPeak: true,
 			Aggregates: aggregates, ForbidScheduling: true, PodUsage: podUsage,
 		},
 	}, {
 		name: "forbid condition False and default report interval",
 		nm:   makeMetric("n", t0).usage("cpu", "1").forbid(metav1.ConditionFalse).obj(),
-		want: &Metric{UpdateTime: t0, ReportInterval: 60 * time.Second, NodeUsage: vec(1000, 0), PodUsage: map[string]Vector{}},
+		want: &Metric{UpdateTime: t0, ReportInterval: 60 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(1000, 0), PodUsage: map[string]Vector{}},
 	}, {
 		name: "never reported",
 		nm:   &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
-		want: &Metric{ReportInterval: 60 * time.Second, PodUsage: map[string]Vector{}},
+		want: &Metric{ReportInterval: 60 * time.Second, AggregateWindow: 5 * time.Minute, PodUsage: map[string]Vector{}},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

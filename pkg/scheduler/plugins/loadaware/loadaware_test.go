@@ -305,17 +305,17 @@ func TestAssignedPodsLeaveNoGhostLoad(t *testing.T) {
 	e.fw.RunReservePluginsUnreserve(ctx, framework.NewCycleState(), big, "n")
 	fits(false, "after a late Unreserve of a bound pod")
 
-	// Reported by the agent at t0 + 2m, scheduled at t0 + 5 s, more than a
-	// report interval (60 s) before: its 3 cores are inside the 8 cores of
-	// node usage, nothing is added: 8 + 1.7 = 9.7 / 16 = 61 % fits (counted
-	// twice it would be 8 + 3.4 + 1.7 = 82 %).
-	reported := metric("n", t0.Add(2*time.Minute)).usage("8", "8Gi").pod("ns", "big", extension.BandProd, "3", "1Gi").obj()
+	// Reported by the agent at t0 + 6m, scheduled at t0 + 5 s, more than
+	// the averaging window (300 s) before: its 3 cores are inside the 8
+	// cores of node usage, nothing is added: 8 + 1.7 = 9.7 / 16 = 61 % fits
+	// (counted twice it would be 8 + 3.4 + 1.7 = 82 %).
+	reported := metric("n", t0.Add(6*time.Minute)).usage("8", "8Gi").pod("ns", "big", extension.BandProd, "3", "1Gi").obj()
 	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Update(ctx, reported, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("the new NodeMetric", func() bool { return e.metricSeen("n", t0.Add(2*time.Minute)) })
-	e.clock.SetTime(t0.Add(2*time.Minute + 10*time.Second))
-	fits(true, "once the NodeMetric reports the pod")
+	e.eventually("the new NodeMetric", func() bool { return e.metricSeen("n", t0.Add(6*time.Minute)) })
+	e.clock.SetTime(t0.Add(6*time.Minute + 10*time.Second))
+	fits(true, "once the NodeMetric reports the pod over a whole window")
 
 	// Deleted: gone from the cache. Back to a NodeMetric reported at t0
 	// that does not show the pod; the plugin never takes a NodeMetric
