@@ -136,7 +136,7 @@ func newEnv(t testing.TB, args *config.LoadAwareArgs, nodes []*corev1.Node, pods
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
-		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "Score", "Reserve"),
+		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "PreScore", "Score", "Reserve"),
 	}, "waterline-scheduler",
 		frameworkruntime.WithInformerFactory(informerFactory),
 		frameworkruntime.WithSnapshotSharedLister(e.snapshot),
@@ -183,6 +183,9 @@ func (e *env) scores(pod *corev1.Pod, nodes ...string) map[string]int64 {
 	for _, n := range nodes {
 		infos = append(infos, e.nodeInfo(n))
 	}
+	if s := e.fw.RunPreScorePlugins(e.ctx, state, pod, infos); !s.IsSuccess() {
+		e.t.Fatalf("PreScore: %v", s)
+	}
 	list, s := e.fw.RunScorePlugins(e.ctx, state, pod, infos)
 	if !s.IsSuccess() {
 		e.t.Fatalf("Score: %v", s)
@@ -212,6 +215,9 @@ func (e *env) schedule(pod *corev1.Pod, nodes ...string) string {
 	}
 	if len(feasible) == 0 {
 		return ""
+	}
+	if s := e.fw.RunPreScorePlugins(e.ctx, state, pod, feasible); !s.IsSuccess() {
+		e.t.Fatalf("PreScore: %v", s)
 	}
 	list, s := e.fw.RunScorePlugins(e.ctx, state, pod, feasible)
 	if !s.IsSuccess() {

@@ -40,8 +40,12 @@ import (
 // Name is the plugin's name in a KubeSchedulerConfiguration.
 const Name = "LoadAware"
 
-// preFilterStateKey is where PreFilter leaves the pod's estimate.
-const preFilterStateKey fwk.StateKey = "PreFilter" + Name
+// preFilterStateKey and preScoreStateKey are where PreFilter and PreScore
+// leave the cycle's state (the same state when both run).
+const (
+	preFilterStateKey fwk.StateKey = "PreFilter" + Name
+	preScoreStateKey  fwk.StateKey = "PreScore" + Name
+)
 
 // metricSyncTimeout bounds how long New waits for the NodeMetric informer:
 // scheduling blind to load is worse than a scheduler that does not start,
@@ -51,6 +55,7 @@ const metricSyncTimeout = time.Minute
 var (
 	_ fwk.PreFilterPlugin   = &LoadAware{}
 	_ fwk.FilterPlugin      = &LoadAware{}
+	_ fwk.PreScorePlugin    = &LoadAware{}
 	_ fwk.ScorePlugin       = &LoadAware{}
 	_ fwk.ReservePlugin     = &LoadAware{}
 	_ fwk.EnqueueExtensions = &LoadAware{}
@@ -198,11 +203,13 @@ func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, cl
 // Name returns the plugin's name.
 func (pl *LoadAware) Name() string { return Name }
 
-// preFilterState is the incoming pod, estimated once per cycle, and the
-// cycle's time, so every node is judged at the same instant.
+// preFilterState is the incoming pod, estimated once per cycle, the
+// cycle's time, so every node is judged at the same instant, and the node
+// index, so that no node lookup of the cycle takes the cache's lock.
 type preFilterState struct {
-	pod core.PodLoad
-	now time.Time
+	pod   core.PodLoad
+	now   time.Time
+	nodes nodeIndex
 }
 
 // Clone shares the state: nothing changes it after PreFilter.
@@ -211,7 +218,7 @@ func (s *preFilterState) Clone() fwk.StateData { return s }
 // PreFilter estimates the pod. DaemonSet pods skip Filter: they must run on
 // their node whatever its load.
 func (pl *LoadAware) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	s := pl.estimate(ctx, pod)
+	s := pl.newState(ctx, pod)
 	state.Write(preFilterStateKey, s)
 	if s.pod.DaemonSet {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -224,23 +231,37 @@ func (pl *LoadAware) PreFilter(ctx context.Context, state fwk.CycleState, pod *c
 // cache), so adding or removing them changes nothing.
 func (pl *LoadAware) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-func (pl *LoadAware) estimate(ctx context.Context, pod *corev1.Pod) *preFilterState {
+func (pl *LoadAware) newState(ctx context.Context, pod *corev1.Pod) *preFilterState {
 	load, err := pl.cfg.NewPodLoad(pod)
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Estimating pod load with defaults", "pod", klog.KObj(pod), "err", err)
 	}
-	return &preFilterState{pod: load, now: pl.clock.Now()}
+	return &preFilterState{pod: load, now: pl.clock.Now(), nodes: pl.cache.snapshot()}
 }
 
-// stateOf returns the PreFilter state, or estimates the pod when PreFilter
-// did not run (the plugin enabled for Score only).
-func (pl *LoadAware) stateOf(ctx context.Context, state fwk.CycleState, pod *corev1.Pod) *preFilterState {
-	if data, err := state.Read(preFilterStateKey); err == nil {
-		if s, ok := data.(*preFilterState); ok {
-			return s
-		}
+// PreScore hands Score the state PreFilter left, or, in a profile that
+// enables LoadAware for scoring only, estimates the pod once for the
+// cycle, as NodeResourcesFit's PreScore does.
+func (pl *LoadAware) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	s, err := readState(state, preFilterStateKey)
+	if err != nil {
+		s = pl.newState(ctx, pod)
 	}
-	return pl.estimate(ctx, pod)
+	state.Write(preScoreStateKey, s)
+	return nil
+}
+
+// readState returns the state under key.
+func readState(state fwk.CycleState, key fwk.StateKey) (*preFilterState, error) {
+	data, err := state.Read(key)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycleState: %w", key, err)
+	}
+	s, ok := data.(*preFilterState)
+	if !ok {
+		return nil, fmt.Errorf("%+v cannot be converted to *loadaware.preFilterState", data)
+	}
+	return s, nil
 }
 
 // Filter refuses the node when the pod would take its load over a
@@ -248,12 +269,15 @@ func (pl *LoadAware) stateOf(ctx context.Context, state fwk.CycleState, pod *cor
 // state and the pod is Batch or Free. Every refusal is
 // UnschedulableAndUnresolvable: preemption cannot lower reported usage.
 func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s := pl.stateOf(ctx, state, pod)
+	s, err := readState(state, preFilterStateKey)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
 	node := nodeInfo.Node()
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
-	ns, err := pl.cache.acquire(node, s.now)
+	ns, err := pl.cache.acquire(s.nodes, node, s.now)
 	if err != nil {
 		pl.badAnnotation(ctx, node, err)
 	}
@@ -288,12 +312,15 @@ func (pl *LoadAware) badAnnotation(ctx context.Context, node *corev1.Node, err e
 // Score ranks the node by how little of it would be used with the pod; see
 // core.Config.Score.
 func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	s := pl.stateOf(ctx, state, pod)
+	s, err := readState(state, preScoreStateKey)
+	if err != nil {
+		return 0, fwk.AsStatus(err)
+	}
 	node := nodeInfo.Node()
 	if node == nil {
 		return 0, fwk.NewStatus(fwk.Error, "node not found")
 	}
-	ns, err := pl.cache.acquire(node, s.now)
+	ns, err := pl.cache.acquire(s.nodes, node, s.now)
 	if err != nil {
 		pl.badAnnotation(ctx, node, err)
 	}

@@ -546,3 +546,34 @@ func TestBadAnnotationIsReportedOnce(t *testing.T) {
 		t.Errorf("Events (-want +got):\n%s", diff)
 	}
 }
+
+// TestScoreOnlyProfileUsesPreScore: a profile may enable LoadAware for
+// scoring only. PreScore then estimates the pod once for the cycle, as
+// NodeResourcesFit's does; Score without PreScore is an error, not a
+// silent estimate per node.
+func TestScoreOnlyProfileUsesPreScore(t *testing.T) {
+	e := newEnv(t, nil, []*corev1.Node{node16("cold").Obj(), node16("hot").Obj()}, nil,
+		metric("cold", t0).usage("2", "8Gi").obj(), metric("hot", t0).usage("12", "8Gi").obj())
+	incoming := pod("p", "1", "1Gi").Obj()
+	infos := []fwk.NodeInfo{e.nodeInfo("cold"), e.nodeInfo("hot")}
+
+	state := framework.NewCycleState() // no PreFilter: a Score-only profile
+	if s := e.pl.PreScore(e.ctx, state, incoming, infos); !s.IsSuccess() {
+		t.Fatalf("PreScore = %v", s)
+	}
+	cold, s := e.pl.Score(e.ctx, state, incoming, infos[0])
+	if !s.IsSuccess() {
+		t.Fatalf("Score = %v", s)
+	}
+	hot, _ := e.pl.Score(e.ctx, state, incoming, infos[1])
+	if cold <= hot {
+		t.Errorf("Score cold = %d, hot = %d; want the cold node ahead", cold, hot)
+	}
+
+	if _, s := e.pl.Score(e.ctx, framework.NewCycleState(), incoming, infos[0]); s.Code() != fwk.Error {
+		t.Errorf("Score without PreScore = %v, want an Error status", s)
+	}
+	if s := e.pl.Filter(e.ctx, framework.NewCycleState(), incoming, infos[0]); s.Code() != fwk.Error {
+		t.Errorf("Filter without PreFilter = %v, want an Error status", s)
+	}
+}
