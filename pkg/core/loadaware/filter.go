@@ -170,7 +170,11 @@ func (c *Config) judged(pod *PodLoad, node *NodeLoad, est *Vector) (Reason, *Vec
 		sum3(est, &base, &node.Excess, &pod.Estimate, n)
 		return ReasonAggregatedUsage, &t.Aggregated
 	}
-	sum3(est, &m.NodeUsage, &node.Excess, &pod.Estimate, n)
+	base := &m.NodeUsage
+	if c.NodeUsageIncludePrediction {
+		base = &m.PredictedNodeUsage
+	}
+	sum3(est, base, &node.Excess, &pod.Estimate, n)
 	return ReasonUsage, &t.Usage
 }
 

@@ -229,6 +229,28 @@ func TestFilter(t *testing.T) {
 		// max(4000, 2000) + 1000 = 5000 → 31.
 		want: verdict{Estimated: vec(5000, 9*Gi), Percent: Vector{31}, Thresholds: Vector{55}},
 	}, {
+		// Mid and Batch tiers are sold from what Prod is predicted not to
+		// use: a node whose Prod pods (2 cores now) are predicted to peak
+		// at 6 has 4 cores less room than its usage shows.
+		name:   "prediction for every pod: a Mid pod judged against the predicted Prod peak",
+		spec:   func(s *Spec) { s.NodeUsageIncludePrediction = true },
+		pod:    mid,
+		metric: used("6", "32Gi").pod("ns", "prod", extension.BandProd, "cpu", "2", "memory", "8Gi").prodPeak("cpu", "6", "memory", "8Gi").obj(),
+		// (6000 + 6000 − 2000 + 1000) / 16000 = 68.75 → 69 > 65.
+		want: verdict{Reason: ReasonUsage, Over: 1 << CPU, Estimated: vec(11000, 33*Gi), Percent: Vector{69, 52}, Thresholds: Vector{65, 95}},
+	}, {
+		name:   "prediction for every pod off: the Mid pod judged by node usage",
+		pod:    mid,
+		metric: used("6", "32Gi").pod("ns", "prod", extension.BandProd, "cpu", "2", "memory", "8Gi").prodPeak("cpu", "6", "memory", "8Gi").obj(),
+		// 7000 / 16000 = 43.75 → 44.
+		want: verdict{Estimated: vec(7000, 33*Gi), Percent: Vector{44, 52}, Thresholds: Vector{65, 95}},
+	}, {
+		name:   "prediction for every pod, Batch pod, peak below Prod usage: node usage",
+		spec:   func(s *Spec) { s.NodeUsageIncludePrediction = true },
+		pod:    batch,
+		metric: used("6", "32Gi").pod("ns", "prod", extension.BandProd, "cpu", "4", "memory", "8Gi").prodPeak("cpu", "3", "memory", "8Gi").obj(),
+		want:   verdict{Estimated: vec(7000, 33*Gi), Percent: Vector{44, 52}, Thresholds: Vector{65, 95}},
+	}, {
 		name:       "aggregated thresholds judge the aggregate",
 		pod:        mid,
 		metric:     used("4", "8Gi").aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "11", "memory", "16Gi").obj(),

@@ -36,6 +36,10 @@ type Metric struct {
 	// agent did not report one.
 	ProdPeak    Vector
 	HasProdPeak bool
+	// PredictedNodeUsage is node usage with its Prod part raised to the
+	// predicted peak: NodeUsage + max(0, ProdPeak − ProdUsage); NodeUsage
+	// without a peak.
+	PredictedNodeUsage Vector
 	// Aggregates are the percentile aggregates of node usage.
 	Aggregates []Aggregate
 	// ForbidScheduling is true while the agent reports the node over a
@@ -94,9 +98,13 @@ func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 			m.ProdUsage = m.ProdUsage.Add(usage)
 		}
 	}
+	m.PredictedNodeUsage = m.NodeUsage
 	if len(st.ProdPeak) > 0 {
 		m.ProdPeak = c.Resources.Vector(st.ProdPeak)
 		m.HasProdPeak = true
+		for i := range c.Resources.Len() {
+			m.PredictedNodeUsage[i] = addSat(m.NodeUsage[i], max(0, m.ProdPeak[i]-m.ProdUsage[i]))
+		}
 	}
 	m.ForbidScheduling = meta.IsStatusConditionPresentAndEqual(st.Conditions, v1alpha1.ConditionForbidScheduling, metav1.ConditionTrue)
 	return m

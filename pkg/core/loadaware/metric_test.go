@@ -43,6 +43,8 @@ func TestNewMetric(t *testing.T) {
 		want: &Metric{
 			UpdateTime: t0, ReportInterval: 30 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(4000, 8*Gi),
 			ProdUsage: vec(1500, 3*Gi), ProdPeak: vec(3000, 5*Gi), HasProdPeak: true,
+			// node usage + (peak − Prod usage): (4000 + 1500, 8Gi + 2Gi).
+			PredictedNodeUsage: vec(5500, 10*Gi),
 			Aggregates: aggregates, ForbidScheduling: true, PodUsage: podUsage,
 		},
 	}, {
@@ -53,12 +55,13 @@ func TestNewMetric(t *testing.T) {
 		want: &Metric{
 			UpdateTime: t0, ReportInterval: 30 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(4000, 8*Gi),
 			ProdUsage: vec(2000, 4*Gi), ProdPeak: vec(3000, 5*Gi), HasProdPeak: true,
+			PredictedNodeUsage: vec(5000, 9*Gi),
 			Aggregates: aggregates, ForbidScheduling: true, PodUsage: podUsage,
 		},
 	}, {
 		name: "forbid condition False and default report interval",
 		nm:   makeMetric("n", t0).usage("cpu", "1").forbid(metav1.ConditionFalse).obj(),
-		want: &Metric{UpdateTime: t0, ReportInterval: 60 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(1000, 0), PodUsage: map[string]Vector{}},
+		want: &Metric{UpdateTime: t0, ReportInterval: 60 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(1000, 0), PredictedNodeUsage: vec(1000, 0), PodUsage: map[string]Vector{}},
 	}, {
 		name: "never reported",
 		nm:   &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n"}},

@@ -30,11 +30,16 @@ func (c *Config) Score(pod *PodLoad, node *NodeLoad, now time.Time) int64 {
 	var used Vector
 	n := c.Resources.Len()
 	switch {
+	case pod.Prod && c.ScoreAccordingProdUsage && c.ScoreAccordingPrediction && m.HasProdPeak:
+		prod := m.ProdUsage.Max(m.ProdPeak)
+		sum3(&used, &prod, &node.ProdExcess, &pod.Estimate, n)
 	case pod.Prod && c.ScoreAccordingProdUsage:
 		sum3(&used, &m.ProdUsage, &node.ProdExcess, &pod.Estimate, n)
 	case c.ScoreAggregation.Enabled():
 		base, _ := m.Aggregate(c.ScoreAggregation)
 		sum3(&used, &base, &node.Excess, &pod.Estimate, n)
+	case c.ScoreAccordingPrediction:
+		sum3(&used, &m.PredictedNodeUsage, &node.Excess, &pod.Estimate, n)
 	default:
 		sum3(&used, &m.NodeUsage, &node.Excess, &pod.Estimate, n)
 	}

@@ -130,6 +130,8 @@ func coreSpec(args *config.LoadAwareArgs) core.Spec {
 		ProdUsageThresholds:                  args.ProdUsageThresholds,
 		ProdUsageIncludeSys:                  args.ProdUsageIncludeSys,
 		ProdUsageIncludePrediction:           args.ProdUsageIncludePrediction,
+		NodeUsageIncludePrediction:           args.NodeUsageIncludePrediction,
+		ScoreAccordingPrediction:             args.ScoreAccordingPrediction,
 		ScoreAccordingProdUsage:              args.ScoreAccordingProdUsage,
 		EstimatedScalingFactors:              args.EstimatedScalingFactors,
 		EstimatedAfterPodScheduled:           time.Duration(args.EstimatedSecondsAfterPodScheduled) * time.Second,
