@@ -59,13 +59,23 @@ func Unused(s ResourceState) int64 {
 }
 
 // Reclaimable is what the Prod pods requested but are predicted not to
-// use: max(0, reclaimRatio% × Allocated[Prod] − Peak[Prod]); 0 while the
-// peak is unknown.
+// use: ReclaimableOf(reclaimRatio, Allocated[Prod], Peak[Prod]); 0 while
+// the peak is unknown.
 func Reclaimable(reclaimRatioPercent int32, s ResourceState) int64 {
 	if !s.ProdPeakKnown {
 		return 0
 	}
-	return max(0, s.ProdAllocated*int64(reclaimRatioPercent)/100-s.ProdPeak)
+	return ReclaimableOf(reclaimRatioPercent, s.ProdAllocated, s.ProdPeak)
+}
+
+// ReclaimableOf is Waterline's one definition of "reclaimable":
+// max(0, reclaimRatio% × requested − peak). The manager sells Mid from it
+// at the policy's reclaim ratio; the agent reports it in a NodeMetric's
+// status.prodReclaimable at 100 % (the agent does not know the policy, and
+// the manager applies the ratio on top); `waterline predict`'s savings
+// ratio is it at 100 %, with the limits as requested, divided by them.
+func ReclaimableOf(reclaimRatioPercent int32, requested, peak int64) int64 {
+	return max(0, requested*int64(reclaimRatioPercent)/100-peak)
 }
 
 // Unallocated is what no Prod pod requested: max(Allocatable − Allocated[Prod], 0).

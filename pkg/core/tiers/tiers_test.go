@@ -403,3 +403,25 @@ func TestBuildInput(t *testing.T) {
 		}
 	})
 }
+
+func TestReclaimableOf(t *testing.T) {
+	tests := []struct {
+		ratio           int32
+		requested, peak int64
+		want            int64
+	}{
+		{100, 20000, 8000, 12000},
+		{80, 20000, 8000, 8000},
+		{100, 8000, 12000, 0},
+		{0, 20000, 0, 0},
+	}
+	for _, tc := range tests {
+		if got := ReclaimableOf(tc.ratio, tc.requested, tc.peak); got != tc.want {
+			t.Errorf("ReclaimableOf(%d, %d, %d) = %d, want %d", tc.ratio, tc.requested, tc.peak, got, tc.want)
+		}
+		s := ResourceState{ProdAllocated: tc.requested, ProdPeak: tc.peak, ProdPeakKnown: true}
+		if got := Reclaimable(tc.ratio, s); got != tc.want {
+			t.Errorf("Reclaimable(%d, %+v) = %d, want %d: the manager and the agent must share one definition", tc.ratio, s, got, tc.want)
+		}
+	}
+}
