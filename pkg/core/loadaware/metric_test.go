@@ -45,7 +45,7 @@ func TestNewMetric(t *testing.T) {
 			ProdUsage: vec(1500, 3*Gi), ProdPeak: vec(3000, 5*Gi), HasProdPeak: true,
 			// node usage + (peak − Prod usage): (4000 + 1500, 8Gi + 2Gi).
 			PredictedNodeUsage: vec(5500, 10*Gi),
-			Aggregates: aggregates, ForbidScheduling: true, PodUsage: podUsage,
+			Aggregates:         aggregates, ForbidScheduling: true, PodUsage: podUsage,
 		},
 	}, {
 		name:       "prod usage includes system usage when asked",
@@ -56,7 +56,7 @@ func TestNewMetric(t *testing.T) {
 			UpdateTime: t0, ReportInterval: 30 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(4000, 8*Gi),
 			ProdUsage: vec(2000, 4*Gi), ProdPeak: vec(3000, 5*Gi), HasProdPeak: true,
 			PredictedNodeUsage: vec(5000, 9*Gi),
-			Aggregates: aggregates, ForbidScheduling: true, PodUsage: podUsage,
+			Aggregates:         aggregates, ForbidScheduling: true, PodUsage: podUsage,
 		},
 	}, {
 		name: "forbid condition False and default report interval",
