@@ -219,7 +219,10 @@ type NodeMetricStatus struct {
 	// +optional
 	ProdPeak corev1.ResourceList `json:"prodPeak,omitempty"`
 	// ProdReclaimable is what the Prod pods requested but are predicted not
-	// to use: max(0, Σ Prod requests − prodPeak).
+	// to use: max(0, Σ Prod requests − prodPeak), which is Reclaimable at a
+	// reclaim ratio of 100 %. The manager sells Mid from the same formula at
+	// the ColocationPolicy's spec.tiers.reclaimRatioPercent
+	// (docs/design/tiers.md).
 	// +optional
 	ProdReclaimable corev1.ResourceList `json:"prodReclaimable,omitempty"`
 	// PredictionTime is when prodPeak was last computed.

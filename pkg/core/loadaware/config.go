@@ -49,6 +49,11 @@ type Config struct {
 	// ProdUsageIncludePrediction makes Prod pods filter on
 	// max(Prod usage, status.prodPeak).
 	ProdUsageIncludePrediction bool
+	// NodeUsageIncludePrediction makes every pod not judged by Prod usage
+	// filter on Metric.PredictedNodeUsage instead of node usage.
+	NodeUsageIncludePrediction bool
+	// ScoreAccordingPrediction makes Score use the predicted load.
+	ScoreAccordingPrediction bool
 	// ScoreAccordingProdUsage makes Prod pods score nodes by Prod usage.
 	ScoreAccordingProdUsage bool
 	// ScoreAggregation, when set, makes the score use a percentile

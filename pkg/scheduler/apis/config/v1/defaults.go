@@ -53,6 +53,12 @@ func SetDefaults_LoadAwareArgs(obj *LoadAwareArgs) { //nolint:revive // The sche
 	if obj.ScoreAccordingProdUsage == nil {
 		obj.ScoreAccordingProdUsage = ptr.To(false)
 	}
+	if obj.NodeUsageIncludePrediction == nil {
+		obj.NodeUsageIncludePrediction = ptr.To(false)
+	}
+	if obj.ScoreAccordingPrediction == nil {
+		obj.ScoreAccordingPrediction = ptr.To(false)
+	}
 	if obj.EstimatedScalingFactors == nil {
 		obj.EstimatedScalingFactors = map[corev1.ResourceName]int64{}
 	}
