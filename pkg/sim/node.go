@@ -67,9 +67,8 @@ const (
 	nonZeroMemory   = 200 * 1024 * 1024
 )
 
-// tier orders pods for CPU under contention: Prod first, then Mid, then
-// Batch and Free, each tier sharing what the ones before left in
-// proportion to demand.
+// tier is the band a pod's usage is reported under: Prod, Mid, or Batch
+// and Free.
 type tier uint8
 
 const (
@@ -115,8 +114,13 @@ type podHot struct {
 	done        int64 // work done so far, millicore-seconds (jobs)
 	avgSum      int64 // Σ usageCPU, for the NodeMetric's averages
 	avgSteps    int64
-	tier        tier
-	kind        kind
+	// shares are the pod's cpu.shares as kubelet writes them from its CPU
+	// request, 0 for a pod without one (it lives in the besteffort cgroup,
+	// where beShares weigh it: the agent's shares from its tier request,
+	// or 2).
+	shares, beShares int64
+	tier             tier
+	kind             kind
 }
 
 // pod is one simulated pod: the corev1.Pod the cores look at, and what
@@ -135,6 +139,9 @@ type pod struct {
 	// creation.
 	priority int32
 	seq      int64
+	// bestEffort: the pod requests neither cpu nor memory, so kubelet
+	// makes it BestEffort (oom_score_adj 1000: the kernel kills it first).
+	bestEffort bool
 	// job is the index of the job a Mid or Batch pod runs (-1 for
 	// services).
 	job int
@@ -216,6 +223,10 @@ type node struct {
 	peakCPU, peakMem int64
 	published        corev1.ResourceList
 
+	// pressureUntil: the node has MemoryPressure until then, and takes no
+	// BestEffort pod.
+	pressureUntil time.Time
+
 	// This step.
 	usageCPU, usageMemory int64
 	prodCPU, prodPods     int64
@@ -264,6 +275,12 @@ func newPod(obj *corev1.Pod, la *loadaware.Config, seq int64) *pod {
 	p.h.kind = kindService
 	cand := qos.NewCandidate(obj, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})
 	p.h.cpuLimit = cand.CPULimitMilli
+	if p.req[resCPU] > 0 {
+		p.h.shares = milliCPUToShares(p.req[resCPU])
+	} else {
+		p.h.beShares = milliCPUToShares(p.req[resMidCPU] + p.req[resBatchCPU])
+	}
+	p.bestEffort = p.req[resCPU] == 0 && p.req[resMemory] == 0
 	return p
 }
 

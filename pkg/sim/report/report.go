@@ -122,10 +122,20 @@ func slowdown(j sim.JobStats) string {
 }
 
 var rows = []row{
+	{"prod SLO-violation time (harm)", func(s *sim.Summary) string { return fmt.Sprintf("%.3f %%", s.ProdSLOViolationPercent) }},
+	{"prod work not served (core-s)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.ProdShortfallCoreSeconds) }},
+	{"prod SLO-violation time at 1.25 / 2 / 3× p99", func(s *sim.Summary) string {
+		if len(s.ProdSLOCurve) != 4 {
+			return "-"
+		}
+		c := s.ProdSLOCurve
+		return fmt.Sprintf("%.2f / %.2f / %.2f %%", c[0].ViolationPercent, c[2].ViolationPercent, c[3].ViolationPercent)
+	}},
+	{"prod p99 latency ÷ alone, mean", func(s *sim.Summary) string { return fmt.Sprintf("%.2f", s.ProdLatencyFactorMean) }},
+	{"batch+mid CPU used (core-h)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.Batch.CoreHours+s.Mid.CoreHours) }},
 	{"node CPU, mean", func(s *sim.Summary) string { return pct(s.MeanCPUPercent) }},
 	{"node CPU, p95", func(s *sim.Summary) string { return pct(s.P95CPUPercent) }},
-	{"prod contention (time over evict line)", func(s *sim.Summary) string { return fmt.Sprintf("%.3f %%", s.ProdContentionPercent) }},
-	{"prod CPU not served (core-s)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.ProdShortfallCoreSeconds) }},
+	{"node time over evict line (not harm)", func(s *sim.Summary) string { return fmt.Sprintf("%.3f %%", s.ProdContentionPercent) }},
 	{"BE evictions per node-hour", func(s *sim.Summary) string {
 		return fmt.Sprintf("%.3f (%d)", s.EvictionsPerNodeHour, s.Evictions)
 	}},
@@ -140,6 +150,7 @@ var rows = []row{
 	{"batch CPU used (core-h)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.Batch.CoreHours) }},
 	{"mid jobs completed", func(s *sim.Summary) string { return jobs(s.Mid) }},
 	{"mid slowdown, mean / p95", func(s *sim.Summary) string { return slowdown(s.Mid) }},
+	{"mid CPU used (core-h)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.Mid.CoreHours) }},
 	{"pods pending at the end", func(s *sim.Summary) string { return fmt.Sprint(s.PendingAtEnd) }},
 }
 
