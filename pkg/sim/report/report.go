@@ -181,7 +181,53 @@ func WriteTable(w io.Writer, res *sim.Result) error {
 	for _, line := range cells {
 		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if cmp := Comparisons(res); len(cmp) > 0 {
+		fmt.Fprintln(w)
+		for _, c := range cmp {
+			fmt.Fprintln(w, c)
+		}
+	}
+	return nil
+}
+
+// Comparisons holds each colocated policy of res against the stronger
+// plain-Kubernetes baseline of the run -- the one that used more Batch and
+// Mid CPU -- one sentence each; none without a baseline.
+func Comparisons(res *sim.Result) []string {
+	var base *sim.PolicyResult
+	for i := range res.Policies {
+		p := &res.Policies[i]
+		if p.Policy.Baseline() && (base == nil || work(&p.Summary) > work(&base.Summary)) {
+			base = p
+		}
+	}
+	if base == nil {
+		return nil
+	}
+	var out []string
+	for i := range res.Policies {
+		p := &res.Policies[i]
+		if p.Policy.Baseline() {
+			continue
+		}
+		b, s := &base.Summary, &p.Summary
+		out = append(out, fmt.Sprintf("%s vs %s (the stronger baseline: more batch+mid CPU): batch+mid core-hours %s (%.0f vs %.0f), Prod SLO-violation time %.3f %% vs %.3f %%, Prod work not served %.0f vs %.0f core-s",
+			p.Policy, base.Policy, change(work(s), work(b)), work(s), work(b),
+			s.ProdSLOViolationPercent, b.ProdSLOViolationPercent, s.ProdShortfallCoreSeconds, b.ProdShortfallCoreSeconds))
+	}
+	return out
+}
+
+func work(s *sim.Summary) float64 { return s.Batch.CoreHours + s.Mid.CoreHours }
+
+func change(v, base float64) string {
+	if base == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.0f %%", 100*(v-base)/base)
 }
 
 // WriteMarkdown writes the summary as a Markdown table, for READMEs.
@@ -197,6 +243,12 @@ func WriteMarkdown(w io.Writer, res *sim.Result) error {
 		_, err := fmt.Fprintf(w, "| %s |\n", strings.Join(line, " | "))
 		if err != nil {
 			return err
+		}
+	}
+	if cmp := Comparisons(res); len(cmp) > 0 {
+		fmt.Fprintln(w)
+		for _, c := range cmp {
+			fmt.Fprintln(w, "- "+c)
 		}
 	}
 	return nil
