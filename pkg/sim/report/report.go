@@ -42,7 +42,7 @@ const (
 
 // ChartIDs are the charts of the report, in page order; each is also
 // written as <id>.svg.
-var ChartIDs = []string{"cpu", "contention", "qos", "tiers"}
+var ChartIDs = []string{"cpu", "harm", "qos", "tiers"}
 
 // ChartRect is where chart i of ChartIDs sits on the HTML page, in CSS
 // pixels from the top-left corner.
@@ -276,22 +276,23 @@ func charts(res *sim.Result) []*chart {
 	}
 	color := func(i int) string { return palette[i%len(palette)] }
 	cpu := &chart{id: "cpu", title: "Cluster CPU utilisation", yLabel: "% of CPU capacity", xs: xs, yMax: 100}
-	cont := &chart{id: "contention", title: "Prod contention: Prod nodes over their CPU evict line", yLabel: "% of nodes", xs: xs}
+	cont := &chart{id: "harm", title: "Harm: Prod pods over their latency SLO", yLabel: "% of Prod pods", xs: xs}
 	qos := &chart{id: "qos", title: "Node QoS: Batch pods throttled (solid) and evicted per point (dashed)", yLabel: "pods", xs: xs}
 	tiers := &chart{id: "tiers", title: "Batch tier: allocatable vs requested vs used", yLabel: "cores", xs: xs}
 	for i, p := range res.Policies {
 		s := &p.Series
 		name := string(p.Policy)
-		cpu.lines = append(cpu.lines, series{name: name, color: color(i), ys: s.CPUPercent})
-		cont.lines = append(cont.lines, series{name: name, color: color(i), ys: s.ProdContentionPercent})
+		style := policyStyle(i, len(res.Policies))
+		cpu.lines = append(cpu.lines, series{name: name, color: color(i), style: style, ys: s.CPUPercent})
+		cont.lines = append(cont.lines, series{name: name, color: color(i), style: style, ys: s.ProdSLOViolationPercent})
 		qos.lines = append(qos.lines,
-			series{name: name, color: color(i), ys: s.ThrottledPods},
+			series{name: name, color: color(i), style: style, ys: s.ThrottledPods},
 			series{name: name + " evicted", color: color(i), dash: true, ys: s.Evictions, noLegend: true})
 	}
 	// The tier chart follows the first colocated policy (the first that
 	// publishes tiers), with plain Kubernetes' Batch use for comparison.
 	for i, p := range res.Policies {
-		if p.Policy == sim.PolicyK8sDefault {
+		if p.Policy.Baseline() {
 			continue
 		}
 		s := &p.Series
@@ -303,8 +304,8 @@ func charts(res *sim.Result) []*chart {
 		break
 	}
 	for i, p := range res.Policies {
-		if p.Policy == sim.PolicyK8sDefault {
-			tiers.lines = append(tiers.lines, series{name: "used, k8s-default", color: color(i), dash: true, ys: p.Series.BatchCores})
+		if p.Policy.Baseline() {
+			tiers.lines = append(tiers.lines, series{name: "used, " + string(p.Policy), color: color(i), dash: true, ys: p.Series.BatchCores})
 		}
 	}
 	// A chart of zeros still needs an axis.

@@ -141,7 +141,7 @@ func TestWriteDir(t *testing.T) {
 			t.Errorf("the page has no chart %s", ChartIDs[i])
 		}
 	}
-	for _, want := range []string{"waterline sim --nodes=12", "<table>", "prod contention"} {
+	for _, want := range []string{"waterline sim --nodes=12", "<table>", "prod SLO-violation time"} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("the page does not contain %q", want)
 		}
