@@ -26,13 +26,13 @@ const (
 	// jobs ask for cpu and memory like everyone, nothing is over-committed
 	// and nothing watches node usage.
 	PolicyK8sDefault Policy = "k8s-default"
-	// PolicyK8sBestEffort is plain Kubernetes with Batch jobs submitted as
-	// BestEffort pods (no requests, no limits): the scheduler only counts
-	// them against the node's pod limit, kubelet puts them in the
-	// besteffort cgroup (cpu.shares 2 for all of them together), and the
-	// kernel's OOM killer takes them first. Mid jobs ask for cpu and
-	// memory as in k8s-default. It is the strongest plain-Kubernetes way
-	// to fill idle CPU, and what Waterline must beat.
+	// PolicyK8sBestEffort is plain Kubernetes with Batch jobs asking for
+	// no CPU (no CPU request, no CPU limit; memory as in k8s-default): the
+	// scheduler counts only their memory, and kubelet gives them
+	// cpu.shares 2, so they fill every idle core and yield it to pods that
+	// request CPU. Mid jobs ask for cpu and memory as in k8s-default. It
+	// is the strongest plain-Kubernetes way to fill idle CPU, and what
+	// Waterline must be held against.
 	PolicyK8sBestEffort Policy = "k8s-besteffort"
 	// PolicyWaterline is Waterline: pods queue by priority band, the
 	// colocation profiles turn Batch and Mid jobs into tier pods, the

@@ -26,8 +26,9 @@ import (
 // with the Prod load there. W is the mean wait in an M/M/c queue with c
 // the node's cores, in service times (Sakasegawa's approximation):
 // ρ_shared adds to ρ the CPU of the non-Prod pods that compete with Prod
-// on equal CFS terms (those with a CPU request; the besteffort cgroup's
-// two shares do not hold a CPU Prod wakes up on). On a many-core node W
+// on equal CFS terms (those with a CPU request; two shares -- a pod
+// without a CPU request, or the besteffort cgroup -- do not hold a CPU
+// Prod wakes up on). On a many-core node W
 // stays near 0 until the node is nearly full.
 //
 // A Prod pod is over its SLO in a step when L exceeds SLOLatencyFactor or

@@ -115,9 +115,9 @@ type podHot struct {
 	avgSum      int64 // Σ usageCPU, for the NodeMetric's averages
 	avgSteps    int64
 	// shares are the pod's cpu.shares as kubelet writes them from its CPU
-	// request, 0 for a pod without one (it lives in the besteffort cgroup,
-	// where beShares weigh it: the agent's shares from its tier request,
-	// or 2).
+	// request (2 without one), 0 for a BestEffort pod: it lives in the
+	// besteffort cgroup, where beShares weigh it (the agent's shares from
+	// its tier request, or 2).
 	shares, beShares int64
 	tier             tier
 	kind             kind
@@ -275,12 +275,12 @@ func newPod(obj *corev1.Pod, la *loadaware.Config, seq int64) *pod {
 	p.h.kind = kindService
 	cand := qos.NewCandidate(obj, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})
 	p.h.cpuLimit = cand.CPULimitMilli
-	if p.req[resCPU] > 0 {
+	p.bestEffort = p.req[resCPU] == 0 && p.req[resMemory] == 0
+	if !p.bestEffort {
 		p.h.shares = milliCPUToShares(p.req[resCPU])
 	} else {
 		p.h.beShares = milliCPUToShares(p.req[resMidCPU] + p.req[resBatchCPU])
 	}
-	p.bestEffort = p.req[resCPU] == 0 && p.req[resMemory] == 0
 	return p
 }
 

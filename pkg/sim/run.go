@@ -398,8 +398,13 @@ func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 		}
 		obj := r.podObject(ns, name, rl, rl.DeepCopy())
 		if r.policy == PolicyK8sBestEffort && ns == NamespaceBatch {
-			// BestEffort: no requests, no limits.
-			obj.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+			// No CPU request or limit: cpu.shares 2, and no CPU counted
+			// by the scheduler. Memory stays requested (and limited), or
+			// the scheduler would pile pods onto nodes until the kernel
+			// kills them.
+			res := &obj.Spec.Containers[0].Resources
+			delete(res.Requests, corev1.ResourceCPU)
+			delete(res.Limits, corev1.ResourceCPU)
 		}
 		p, err := r.newPod(obj)
 		if err != nil {
@@ -582,7 +587,7 @@ func (r *run) runNode(n *node, sec int64) {
 		default:
 			p.done += u * r.stepSec
 		}
-		if p.kind != kindService && p.shares > 0 {
+		if p.kind != kindService && p.shares > minShares {
 			competing += u
 		}
 	}

@@ -59,9 +59,9 @@ Policies (default: k8s-default, k8s-besteffort, waterline):
   k8s-default  requests only: NodeResourcesFit's fit and least-allocated
                score; batch jobs ask for cpu and memory like everyone.
   k8s-besteffort
-               the same, with batch jobs as BestEffort pods (no requests):
-               they fill every idle core at cpu.shares 2 and are OOM-killed
-               first. The stronger plain baseline.
+               the same, with batch jobs asking for no CPU (memory only):
+               they fill every idle core at cpu.shares 2. The stronger
+               plain baseline.
   waterline    LoadAware scheduling, Mid/Batch tiers from predictions and
                real use, priority bands, and node QoS that forbids
                scheduling, throttles and evicts Batch pods precisely.
