@@ -74,7 +74,7 @@ func TestSimRun(t *testing.T) {
 	if want := "Report: " + filepath.Join(dir, "index.html"); !strings.Contains(stderr, want) {
 		t.Errorf("stderr %q does not say %q", stderr, want)
 	}
-	for _, f := range []string{"index.html", "result.json", "cpu.svg", "contention.svg", "qos.svg", "tiers.svg"} {
+	for _, f := range []string{"index.html", "result.json", "cpu.svg", "harm.svg", "qos.svg", "tiers.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("report file missing: %v", err)
 		}
