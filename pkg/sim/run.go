@@ -415,7 +415,12 @@ func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 		return p, nil
 	}
 	r.seq++
-	obj := t.obj.DeepCopy()
+	// A shallow copy: what the simulation changes of a pod (its name,
+	// UID, creation time, node, phase and start time) are fields of its
+	// own; the containers, labels and annotations it shares with the
+	// template are never written after admission.
+	obj := new(corev1.Pod)
+	*obj = *t.obj
 	obj.Name, obj.UID = name, types.UID(fmt.Sprintf("%s-%d", r.policy, r.seq))
 	obj.CreationTimestamp = metav1.NewTime(r.now)
 	p := new(pod)

@@ -349,6 +349,7 @@ func WriteHTML(w io.Writer, res *sim.Result, opts Options) error {
 	data := struct {
 		Title, Describe, Command string
 		Width, HeaderHeight      int
+		NarrowWidth              int
 		ChartsHeight             int
 		ChartWidth, ChartHeight  int
 		Charts                   []pageChart
@@ -359,6 +360,7 @@ func WriteHTML(w io.Writer, res *sim.Result, opts Options) error {
 		Describe:     describe(res),
 		Command:      opts.Command,
 		Width:        PageWidth,
+		NarrowWidth:  PageWidth - 1,
 		HeaderHeight: headerHeight,
 		ChartWidth:   ChartWidth,
 		ChartHeight:  ChartHeight,
