@@ -125,6 +125,10 @@ type Config struct {
 	// EvictedWork is what an evicted job's new pod starts from: restart
 	// or continue. Default restart.
 	EvictedWork EvictedWork
+	// BandCap says whether node agents cap the Batch band as a whole at
+	// the node's Batch allocatable (pkg/agent/tierlimits; the agent's
+	// default is on). Default true.
+	BandCap *bool
 	// Harm is the model of what co-running work costs the online (Prod)
 	// services. Default DefaultHarm().
 	Harm *Harm
@@ -244,6 +248,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Harm == nil {
 		c.Harm = ptr.To(DefaultHarm())
+	}
+	if c.BandCap == nil {
+		c.BandCap = ptr.To(true)
 	}
 	return c
 }

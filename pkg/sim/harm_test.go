@@ -54,37 +54,66 @@ func contended(t *testing.T) *workload.Workload {
 	return w
 }
 
-// TestHarmCanAppear: Waterline's node QoS is what keeps Prod whole. With
-// every NodeQOS line removed, the same workload must show harm to Prod
-// that the default lines prevent -- and BestEffort batch, which nothing
-// watches, must harm Prod too.
+// TestHarmCanAppear: Waterline's node QoS and the agent's Batch band cap
+// are what keep Prod whole. With every NodeQOS line removed and no band
+// cap, the same workload must show harm to Prod that the defaults prevent;
+// with the lines removed but the band cap on, no less harm than with both;
+// and k8s-besteffort, which nothing watches, must harm Prod too.
 func TestHarmCanAppear(t *testing.T) {
 	w := contended(t)
-	run := func(nqs []v1alpha1.NodeQOS, policies ...Policy) *Result {
+	run := func(nqs []v1alpha1.NodeQOS, bandCap bool, policies ...Policy) *Result {
 		t.Helper()
-		res, err := Run(t.Context(), Config{Policies: policies, Seed: 1, NodeQOS: nqs}, w)
+		res, err := Run(t.Context(), Config{Policies: policies, Seed: 1, NodeQOS: nqs, BandCap: &bandCap}, w)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	lined := run(nil, PolicyWaterline, PolicyK8sBestEffort)
-	unlined := run([]v1alpha1.NodeQOS{}, PolicyWaterline)
+	lined := run(nil, true, PolicyWaterline, PolicyK8sBestEffort)
 	with, be := lined.Policies[0].Summary, lined.Policies[1].Summary
-	without := unlined.Policies[0].Summary
-	t.Logf("Prod SLO-violation time: waterline %.3f %%, without lines %.3f %%, k8s-besteffort %.3f %%",
-		with.ProdSLOViolationPercent, without.ProdSLOViolationPercent, be.ProdSLOViolationPercent)
-	t.Logf("Prod p99 ÷ alone: waterline %.2f, without lines %.2f, k8s-besteffort %.2f",
+	capped := run([]v1alpha1.NodeQOS{}, true, PolicyWaterline).Policies[0].Summary
+	without := run([]v1alpha1.NodeQOS{}, false, PolicyWaterline).Policies[0].Summary
+	t.Logf("Prod SLO-violation time: waterline %.3f %%, without lines %.3f %%, without lines or band cap %.3f %%, k8s-besteffort %.3f %%",
+		with.ProdSLOViolationPercent, capped.ProdSLOViolationPercent, without.ProdSLOViolationPercent, be.ProdSLOViolationPercent)
+	t.Logf("Prod p99 ÷ alone: waterline %.2f, without lines or band cap %.2f, k8s-besteffort %.2f",
 		with.ProdLatencyFactorMean, without.ProdLatencyFactorMean, be.ProdLatencyFactorMean)
 	if without.ProdSLOViolationPercent < 10*with.ProdSLOViolationPercent || without.ProdSLOViolationPercent < 0.1 {
-		t.Errorf("without NodeQOS lines Prod is over its SLO %.3f %% of the time, with them %.3f %%: removing the lines must cost Prod ten times as much, and at least 0.1 %%",
+		t.Errorf("without NodeQOS lines and band cap Prod is over its SLO %.3f %% of the time, with them %.3f %%: removing them must cost Prod ten times as much, and at least 0.1 %%",
 			without.ProdSLOViolationPercent, with.ProdSLOViolationPercent)
 	}
+	if capped.ProdSLOViolationPercent < with.ProdSLOViolationPercent {
+		t.Errorf("without NodeQOS lines (band cap on) Prod is over its SLO %.3f %% of the time, less than with them (%.3f %%)",
+			capped.ProdSLOViolationPercent, with.ProdSLOViolationPercent)
+	}
 	if without.ProdLatencyFactorMean <= with.ProdLatencyFactorMean {
-		t.Errorf("Prod latency without lines %.3f, with %.3f: must grow", without.ProdLatencyFactorMean, with.ProdLatencyFactorMean)
+		t.Errorf("Prod latency without lines or band cap %.3f, with %.3f: must grow", without.ProdLatencyFactorMean, with.ProdLatencyFactorMean)
 	}
 	if be.ProdSLOViolationPercent < 1 {
 		t.Errorf("k8s-besteffort: Prod over its SLO %.3f %% of the time, want at least 1 %%", be.ProdSLOViolationPercent)
+	}
+}
+
+// TestBandCapHoldsBatch: when the Batch allocatable falls below what the
+// node's Batch pods request, the agent's band cap holds them to it, lines
+// or not.
+func TestBandCapHoldsBatch(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		cfg := Config{NodeQOS: []v1alpha1.NodeQOS{}, BandCap: &on}.WithDefaults()
+		r, err := newRun(&cfg, tiny(1, 30, 1.9, 800, 800), PolicyWaterline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stepTo(t, r, 31)
+		// The report at step 30 publishes Batch 1570m for 1600m requested.
+		want := int64(800)
+		if on {
+			want = 785
+		}
+		for _, js := range r.jobs {
+			if got := js.pod.st().usageCPU; got != want {
+				t.Errorf("band cap %v: job %s uses %dm at step 31, want %dm", on, js.spec.Name, got, want)
+			}
+		}
 	}
 }
 

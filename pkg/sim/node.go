@@ -107,6 +107,7 @@ type podHot struct {
 	work        int64 // millicore-seconds
 	cpuLimit    int64 // millicores, tier limits counted; 0 is none
 	quota       int64 // CPU quota node QoS holds the pod at (qos.NoQuota: none)
+	bandCap     int64 // the agent's Batch band cap of the pod (0: none)
 	wantCPU     int64 // this step: demand capped at the limit
 	allowedCPU  int64 // ... and at the quota
 	usageCPU    int64 // ... and shared under contention
@@ -202,10 +203,13 @@ type node struct {
 	hysteresis qos.Hysteresis
 	// cands are the QoS candidates of the node's Batch/Free pods, kept
 	// beside candPods and refreshed in place every cycle.
-	cands      []qos.Candidate
-	candPods   []*pod
-	candHot    []int32 // candHot[i] is the index in hot of cands[i]'s pod
-	throttled  int     // pods with a quota
+	cands     []qos.Candidate
+	candPods  []*pod
+	candHot   []int32 // candHot[i] is the index in hot of cands[i]'s pod
+	throttled int     // pods with a quota
+	// bandDirty: the node's Batch band or its Batch allocatable changed
+	// since the band caps were last split.
+	bandDirty  bool
 	forbid     bool
 	window     cpuWindow
 	tokens     float64
@@ -296,6 +300,9 @@ func (n *node) place(p *pod, la *loadaware.Config, now time.Time) {
 	if p.h.kind == kindBatch {
 		n.batchReqCPU += p.req[resCPU] + p.req[resBatchCPU]
 	}
+	if p.req[resBatchCPU] > 0 {
+		n.bandDirty = true
+	}
 	if la != nil {
 		// The scheduler counts the pod at once (Reserve); its estimate
 		// stands in for its load until a NodeMetric reports it.
@@ -335,6 +342,10 @@ func (n *node) remove(p *pod) {
 	n.nonZeroMemory -= p.nonZeroMemory
 	if p.h.kind == kindBatch {
 		n.batchReqCPU -= p.req[resCPU] + p.req[resBatchCPU]
+	}
+	if p.req[resBatchCPU] > 0 {
+		n.bandDirty = true
+		p.h.bandCap = 0
 	}
 	n.excessFresh = false
 	if p.candIdx >= 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/core/policy"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/tiers"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
 
@@ -54,9 +55,11 @@ type run struct {
 	classes  map[string]*colocation.PriorityClass
 
 	// Scratch, reused every cycle so that steps do not allocate.
-	cfs    cfsScratch
-	usage  qos.NodeUsage
-	window qos.CPUWindow
+	cfs         cfsScratch
+	bandMembers []tiers.BandMember
+	bandIdx     []int
+	usage       qos.NodeUsage
+	window      qos.CPUWindow
 	// signatures interns pods' signatures; failedIn[id] is the last
 	// scheduling cycle in which a pod of that signature found no node.
 	signatures map[signature]int
@@ -543,6 +546,9 @@ func (r *run) oneStep() error {
 // inside it (from its tier request). Then it records what Prod got and
 // the harm model's latency for it.
 func (r *run) runNode(n *node, sec int64) {
+	if n.bandDirty {
+		r.splitBandCaps(n)
+	}
 	var throttledMilli, prodWant, allowed int64
 	mem := n.spec.SystemMemoryBytes
 	for i := range n.hot {
@@ -555,6 +561,9 @@ func (r *run) runNode(n *node, sec int64) {
 			d = p.cpuLimit
 		}
 		p.wantCPU = d
+		if p.bandCap > 0 && d > p.bandCap {
+			d = p.bandCap
+		}
 		if p.quota != qos.NoQuota && d > p.quota {
 			throttledMilli += d - p.quota
 			d = p.quota
