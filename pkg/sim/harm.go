@@ -85,8 +85,14 @@ func (h *Harm) latencyFactor(prod, nonProd, competing, avail, capacity int64) fl
 	b := float64(nonProd) / float64(capacity)
 	rho := float64(prod) / float64(avail)
 	shared := float64(prod+competing) / float64(avail)
+	l := 1 + h.InterferencePercent/100*b*rho
+	if competing == 0 {
+		// The queueing term is 1: nothing competes on equal terms (the
+		// common case, and two math.Pow calls saved per node-step).
+		return l
+	}
 	cores := float64(capacity) / 1000
-	return (1 + h.InterferencePercent/100*b*rho) * (1 + mmcWait(shared, cores)) / (1 + mmcWait(rho, cores))
+	return l * (1 + mmcWait(shared, cores)) / (1 + mmcWait(rho, cores))
 }
 
 // mmcWait is the mean wait of an M/M/c queue at utilisation rho, in
