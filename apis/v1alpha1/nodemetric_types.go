@@ -125,7 +125,18 @@ type PredictPolicy struct {
 	// +kubebuilder:default=3600
 	// +optional
 	ColdStartSeconds *int64 `json:"coldStartSeconds,omitempty"`
-	// SafetyMarginPercent is added on top of the predicted peak.
+	// BorgOvercommitPercent is the BorgDefault model's over-commit rate a,
+	// in percent: the predicted peak is Σ requests ÷ (this / 100). The
+	// safety margin is not added to it: a is the margin the operator
+	// chose.
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:default=110
+	// +optional
+	BorgOvercommitPercent *int32 `json:"borgOvercommitPercent,omitempty"`
+	// SafetyMarginPercent is added on top of the peak the usage-based
+	// models (NSigmaV1, NSigmaV2, ResourceCentral, PercentilePeak)
+	// predict; BorgDefault, which reads no usage, takes none.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +kubebuilder:default=10

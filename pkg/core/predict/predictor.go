@@ -82,11 +82,14 @@ type Params struct {
 	// ColdStart is how long a new pod's request stands in for its usage
 	// history. Range: ≥ 0. Policy default 1h.
 	ColdStart time.Duration
-	// SafetyMarginPercent is added on top of every predicted peak:
-	// peak × (1 + margin/100). Range: ≥ 0. Policy default 10.
+	// SafetyMarginPercent is added on top of the peaks the usage-based
+	// models predict: peak × (1 + margin/100). BorgDefault takes none: its
+	// a is the margin (with a = 1.1 and a 10 % margin it would predict Σ
+	// requests and sell nothing). Range: ≥ 0. Policy default 10.
 	SafetyMarginPercent float64
 	// BorgOvercommit is Borg-default's a (peak = Σ requests ÷ a).
-	// Range: > 0; 0 means DefaultBorgOvercommit (1.1).
+	// Range: > 0; 0 means DefaultBorgOvercommit (1.1). Policy:
+	// borgOvercommitPercent ÷ 100, default 1.1.
 	BorgOvercommit float64
 	// MaxOf are the models Max combines (not Max itself). Policy default
 	// NSigmaV2 and ResourceCentral.
@@ -102,7 +105,7 @@ func ParamsFromPolicy(p *v1alpha1.PredictPolicy) Params {
 		Percentile:          float64(*d.Percentile),
 		ColdStart:           time.Duration(*d.ColdStartSeconds) * time.Second,
 		SafetyMarginPercent: float64(*d.SafetyMarginPercent),
-		BorgOvercommit:      DefaultBorgOvercommit,
+		BorgOvercommit:      float64(*d.BorgOvercommitPercent) / 100,
 		MaxOf:               d.MaxOf,
 	}
 }
@@ -256,7 +259,7 @@ func (m NSigmaV2) Predict(in *Input) Prediction {
 func (m NSigmaV2) String() string { return "NSigmaV2(n=" + fmtNum(m.N) + ")" }
 
 // BorgDefault predicts Σ requests ÷ a: a fixed over-commit rate that looks
-// at no usage at all.
+// at no usage at all, and so takes no safety margin.
 type BorgDefault struct{ Params }
 
 // Predict implements Predictor.
@@ -269,7 +272,8 @@ func (m BorgDefault) Predict(in *Input) Prediction {
 	if a == 0 {
 		a = DefaultBorgOvercommit
 	}
-	return Prediction{Peak: m.margin(sum / a), Ready: true}
+	// No safety margin: a is one (see Params.SafetyMarginPercent).
+	return Prediction{Peak: sum / a, Ready: true}
 }
 
 func (m BorgDefault) String() string {
