@@ -25,10 +25,12 @@ import (
 // watch to one node's objects; the agent does so itself with field
 // selectors (spec.nodeName for pods, metadata.name for its Node and
 // NodeMetric). Events are the agent's and its modules' (recorded by the
-// command's recorder); pods/eviction is the QoS executor's.
+// command's recorder); pods/eviction is the QoS executor's, and so is pod
+// delete: memory relief deletes a pod whose eviction a PodDisruptionBudget
+// refused, as kubelet's own eviction would.
 //
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=waterline.dev,resources=nodemetrics,verbs=get;list;watch;create;update;patch

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
@@ -42,6 +43,11 @@ type Deps struct {
 	// Registry registers a module's Prometheus collectors; they are
 	// served on --metrics-address. Name them waterline_agent_<module>_*.
 	Registry prometheus.Registerer
+	// EvictionTimeout and MemoryEvictionsPerMinute tune the QoS executor
+	// (--eviction-timeout, --memory-evictions-per-minute); nil keeps its
+	// defaults.
+	EvictionTimeout          *time.Duration
+	MemoryEvictionsPerMinute *int32
 }
 
 // addModules adds the agent's modules to a. They cycle in the order added,
@@ -82,7 +88,11 @@ func addModules(a *agent.Agent, d Deps) error {
 		return fmt.Errorf("setting up the %s module: %w", tierlimits.Name, err)
 	}
 	a.Add(tiers)
-	executor, err := qos.New(qos.Config{}, qos.Deps{
+	executor, err := qos.New(qos.Config{
+		StatePath:                filepath.Join(d.StateDir, qos.StateFile),
+		EvictionTimeout:          d.EvictionTimeout,
+		MemoryEvictionsPerMinute: d.MemoryEvictionsPerMinute,
+	}, qos.Deps{
 		Evictor:       qos.APIEvictor{Client: d.Kube},
 		Reconciler:    rc,
 		Recorder:      d.Recorder,

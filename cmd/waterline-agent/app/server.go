@@ -28,6 +28,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/agent"
@@ -157,6 +158,9 @@ func Run(ctx context.Context, o *Options) error {
 		StateDir:  o.StateDir,
 		Recorder:  recorder,
 		Registry:  reg,
+
+		EvictionTimeout:          ptr.To(o.EvictionTimeout),
+		MemoryEvictionsPerMinute: ptr.To(o.MemoryEvictionsPerMinute),
 	}); err != nil {
 		return err
 	}
