@@ -28,6 +28,11 @@ type Snapshot struct {
 	Node *corev1.Node
 	// Pods are the node's pods that have not finished.
 	Pods []*corev1.Pod
+	// PodsComplete says Pods is the node's whole pod list (the informers
+	// synced, or the node's own snapshot of them stands in): a pod not in
+	// it is not on the node. Modules only drop what a pod left behind when
+	// it is set.
+	PodsComplete bool
 	// NodeMetric is the node's NodeMetric, nil until it exists. Its spec
 	// carries the collect and predict policy; use CollectPolicy and
 	// PredictPolicy, which fill the defaults.
@@ -180,13 +185,14 @@ func (a *Agent) Cycle(ctx context.Context) {
 		logger.V(2).Info("Metric cache refused the sample", "err", err)
 	}
 	snap := &Snapshot{
-		Time:       sample.Time,
-		Sample:     sample,
-		Cache:      a.cache,
-		Node:       a.states.Node(),
-		Pods:       pods,
-		NodeMetric: a.states.NodeMetric(),
-		NodeQOSes:  a.states.NodeQOSes(),
+		Time:         sample.Time,
+		Sample:       sample,
+		Cache:        a.cache,
+		Node:         a.states.Node(),
+		Pods:         pods,
+		PodsComplete: true,
+		NodeMetric:   a.states.NodeMetric(),
+		NodeQOSes:    a.states.NodeQOSes(),
 	}
 	failed := 0
 	for _, m := range a.modules {

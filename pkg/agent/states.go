@@ -27,11 +27,13 @@ import (
 // NodeMetric). Events are the agent's and its modules' (recorded by the
 // command's recorder); pods/eviction is the QoS executor's, and so is pod
 // delete: memory relief deletes a pod whose eviction a PodDisruptionBudget
-// refused, as kubelet's own eviction would.
+// refused, as kubelet's own eviction would. DaemonSet get tells an
+// uninstall (its DaemonSet gone) from a restart on SIGTERM.
 //
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=waterline.dev,resources=nodemetrics,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=waterline.dev,resources=nodemetrics/status,verbs=get;update;patch

@@ -89,6 +89,20 @@ type Options struct {
 	// from the NodeQOS eviction.maxPerMinute. Range 1-600, default 60.
 	MemoryEvictionsPerMinute int32
 
+	// Release undoes every cgroup change the agent's marks in --state-dir
+	// record (throttles, tier limits; kubelet's values back) and exits,
+	// without the API server: the chart's pre-delete hook, or by hand
+	// after removing the agent. Default false.
+	Release bool
+	// ReleaseOnUninstall: on SIGTERM, when the agent's own DaemonSet is
+	// gone or being deleted (an uninstall, not a rolling update or a
+	// restart), release as --release does before exiting. Needs
+	// --pod-name and --pod-namespace. Default true.
+	ReleaseOnUninstall bool
+	// PodName and PodNamespace are the agent's own pod (downward API;
+	// defaults $POD_NAME and $POD_NAMESPACE), to find its DaemonSet.
+	PodName, PodNamespace string
+
 	// HealthAddress serves /healthz and /readyz (host:port). Default
 	// :9320.
 	HealthAddress string
@@ -117,6 +131,9 @@ func NewOptions() *Options {
 		CheckpointInterval:       metriccache.DefaultCheckpointInterval,
 		EvictionTimeout:          qos.DefaultEvictionTimeout,
 		MemoryEvictionsPerMinute: qos.DefaultMemoryEvictionsPerMinute,
+		ReleaseOnUninstall:       true,
+		PodName:                  os.Getenv("POD_NAME"),
+		PodNamespace:             os.Getenv("POD_NAMESPACE"),
 		HealthAddress:            ":9320",
 		MetricsAddress:           ":9321",
 	}
@@ -141,6 +158,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "How often the metric cache is checkpointed; a crash loses at most this much history (1s-1h).")
 	fs.DurationVar(&o.EvictionTimeout, "eviction-timeout", o.EvictionTimeout, "Timeout of one node QoS eviction request; evictions run beside the collect loop (1s-5m).")
 	fs.Int32Var(&o.MemoryEvictionsPerMinute, "memory-evictions-per-minute", o.MemoryEvictionsPerMinute, "Budget of memory-relief evictions, apart from the NodeQOS eviction.maxPerMinute (1-600).")
+	fs.BoolVar(&o.Release, "release", o.Release, "Undo every cgroup change recorded in --state-dir (throttles, tier limits) and exit; no API server needed. For uninstalling.")
+	fs.BoolVar(&o.ReleaseOnUninstall, "release-on-uninstall", o.ReleaseOnUninstall, "On SIGTERM, release as --release does when the agent's DaemonSet is gone or being deleted.")
+	fs.StringVar(&o.PodName, "pod-name", o.PodName, "The agent's own pod (default $POD_NAME), to find its DaemonSet on SIGTERM.")
+	fs.StringVar(&o.PodNamespace, "pod-namespace", o.PodNamespace, "The agent's own pod's namespace (default $POD_NAMESPACE).")
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port of /healthz and /readyz.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "host:port of Prometheus /metrics; \"0\" disables it; may equal --health-address.")
 }
@@ -203,7 +224,7 @@ var (
 // run here too, so a bad value fails at start with all the others.
 func (o *Options) Validate() field.ErrorList {
 	var errs field.ErrorList
-	if o.NodeName == "" {
+	if o.NodeName == "" && !o.Release {
 		errs = append(errs, field.Required(field.NewPath("node-name"), "set --node-name or $NODE_NAME"))
 	}
 	if o.KubeAPIQPS <= 0 {

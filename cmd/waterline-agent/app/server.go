@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -35,6 +38,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
 	"github.com/waterline-dev/waterline/pkg/agent/metriccache"
+	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
 	"github.com/waterline-dev/waterline/pkg/version"
@@ -78,6 +82,9 @@ func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx).WithValues("node", o.NodeName)
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting waterline-agent", "version", version.Get().String())
+	if o.Release {
+		return release(ctx, o)
+	}
 
 	cfg, err := cmdutil.RESTConfig(o.Kubeconfig)
 	if err != nil {
@@ -149,7 +156,7 @@ func Run(ctx context.Context, o *Options) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "waterline-agent", Host: o.NodeName})
 
-	if err := addModules(a, Deps{
+	rc, err := addModules(a, Deps{
 		NodeName:  o.NodeName,
 		Kube:      kube,
 		Waterline: wl,
@@ -161,7 +168,8 @@ func Run(ctx context.Context, o *Options) error {
 
 		EvictionTimeout:          ptr.To(o.EvictionTimeout),
 		MemoryEvictionsPerMinute: ptr.To(o.MemoryEvictionsPerMinute),
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	names := make([]string, 0, len(a.Modules()))
@@ -215,6 +223,9 @@ func Run(ctx context.Context, o *Options) error {
 		cache.Run(cacheCtx)
 	}()
 	runErr := a.Run(ctx)
+	if o.ReleaseOnUninstall {
+		releaseIfUninstalled(logger, kube, o, rc)
+	}
 	logger.Info("Collect loop stopped, writing the last checkpoint")
 	stopCache()
 	<-cacheDone
@@ -223,6 +234,87 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	logger.Info("Stopped waterline-agent")
 	return nil
+}
+
+// release is --release: undo every cgroup change the marks in --state-dir
+// record and exit. It needs neither the API server nor the pods: the marks
+// name each cgroup and what kubelet had in it.
+func release(ctx context.Context, o *Options) error {
+	logger := klog.FromContext(ctx)
+	layout, err := cgroups.Detect(o.cgroupOptions())
+	if err != nil {
+		return fmt.Errorf("detecting the cgroup layout under --cgroup-root %s: %w", o.CgroupRoot, err)
+	}
+	rc, err := resctl.New(layout, nil)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(o.StateDir, resctl.MarksFile)
+	if err := rc.UseMarks(path); err != nil {
+		return fmt.Errorf("releasing: %w", err)
+	}
+	n := len(rc.Marks())
+	if err := rc.Release(logger); err != nil {
+		return fmt.Errorf("releasing the cgroups of %d pods (%d left marked in %s): %w", n, len(rc.Marks()), path, err)
+	}
+	logger.Info("Released every pod cgroup the agent had changed", "pods", n, "marks", path)
+	return nil
+}
+
+// releaseIfUninstalled releases the agent's cgroup changes when it is
+// stopping because it is being uninstalled: its DaemonSet is gone or being
+// deleted. A rolling update or a restart keeps the DaemonSet, and the next
+// agent takes over from the marks. When the answer cannot be had (no
+// --pod-name, API server unreachable), nothing is released: the next
+// agent, or --release, heals from the marks.
+func releaseIfUninstalled(logger klog.Logger, kube kubernetes.Interface, o *Options, rc *resctl.Reconciler) {
+	if o.PodName == "" || o.PodNamespace == "" {
+		logger.V(2).Info("Not checking for an uninstall on shutdown: --pod-name or --pod-namespace unset")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	uninstalled, why, err := daemonSetGone(ctx, kube, o.PodNamespace, o.PodName)
+	if err != nil {
+		logger.Error(err, "Cannot tell whether the agent is being uninstalled; leaving the cgroups to the next agent or --release")
+		return
+	}
+	if !uninstalled {
+		logger.V(2).Info("Stopping without releasing: the agent's DaemonSet stays", "reason", why)
+		return
+	}
+	logger.Info("The agent is being uninstalled; releasing every pod cgroup it changed", "reason", why)
+	if err := rc.Release(logger); err != nil {
+		logger.Error(err, "Releasing the pod cgroups on uninstall")
+	}
+}
+
+// daemonSetGone reports whether the DaemonSet controlling the pod is gone
+// or being deleted (and why, for the log).
+func daemonSetGone(ctx context.Context, kube kubernetes.Interface, ns, name string) (bool, string, error) {
+	pod, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, "own pod not found", fmt.Errorf("getting the agent's pod %s/%s: %w", ns, name, err)
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("getting the agent's pod %s/%s: %w", ns, name, err)
+	}
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil || owner.Kind != "DaemonSet" {
+		return false, "not run by a DaemonSet", nil
+	}
+	ds, err := kube.AppsV1().DaemonSets(ns).Get(ctx, owner.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, "DaemonSet " + owner.Name + " is gone", nil
+	case err != nil:
+		return false, "", fmt.Errorf("getting DaemonSet %s/%s: %w", ns, owner.Name, err)
+	case ds.UID != owner.UID:
+		return true, "DaemonSet " + owner.Name + " was replaced by another of the same name", nil
+	case ds.DeletionTimestamp != nil:
+		return true, "DaemonSet " + owner.Name + " is being deleted", nil
+	}
+	return false, "DaemonSet " + owner.Name + " stays", nil
 }
 
 // serve listens on addr at once (so a taken port fails the start) and
