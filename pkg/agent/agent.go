@@ -190,7 +190,7 @@ func (a *Agent) Cycle(ctx context.Context) {
 		Cache:        a.cache,
 		Node:         a.states.Node(),
 		Pods:         pods,
-		PodsComplete: true,
+		PodsComplete: a.states.PodsComplete(),
 		NodeMetric:   a.states.NodeMetric(),
 		NodeQOSes:    a.states.NodeQOSes(),
 	}

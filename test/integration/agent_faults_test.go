@@ -1,17 +1,27 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/agent"
+	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
 	testutil "github.com/waterline-dev/waterline/test/util"
@@ -137,4 +147,148 @@ func TestAgentReleasesOnUninstall(t *testing.T) {
 	if q := tn.quota(); q != resctl.Unlimited {
 		t.Errorf("after the uninstall's SIGTERM the quota is %dm, want kubelet's (unlimited)", q)
 	}
+}
+
+// TestAgentProtectsWhileAPIServerUnreachable: an agent throttles Batch
+// pods on real cgroups (burners under a throttle line) with the API server
+// reached through a proxy, and is stopped. Kubelet-like, the test puts the
+// pods back at their 300m. The partition starts (the proxy is cut) and a
+// new agent starts: it cannot list anything, yet from the node snapshot
+// the previous run saved (pods, Node, NodeQOS) it throttles again, /healthz
+// says it is alive and /readyz that it is not synced. When the partition
+// ends it syncs and the NodeMetric reports Throttling=True.
+func TestAgentProtectsWhileAPIServerUnreachable(t *testing.T) {
+	rn := resctltest.NewRealNode(t, "waterline-test-partition")
+	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
+	ctx := t.Context()
+	node := c.CreateNodes(t, "partition", 1, testutil.NodeOptions{Capacity: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110"),
+	}})[0].Name
+	qosPriorityClasses(t, c)
+	const ns = "partition"
+	c.CreateNamespace(t, ns, nil)
+	batch := []string{"batch-a", "batch-b", "batch-c"}
+	pods := map[string]*resctltest.RealPod{}
+	for _, name := range batch {
+		q := resource.MustParse("300")
+		p := qosPod(t, c, ns, name, node, "qos-batch", nil, corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{extension.ResourceBatchCPU: q}, Limits: corev1.ResourceList{extension.ResourceBatchCPU: q}})
+		pods[name] = rn.AddPod(p)
+	}
+	prod := qosPod(t, c, ns, "prod", node, "qos-prod", nil, corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}, Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}})
+	pods["prod"] = rn.AddPod(prod)
+	proc := resctltest.NewFakeProc(t, rn)
+	procCtx, stopProc := context.WithCancel(ctx)
+	defer stopProc()
+	go proc.Run(procCtx, 100*time.Millisecond)
+
+	proxy, kubeconfig := c.ProxiedKubeconfig(t)
+	opts := testutil.AgentOptions{
+		NodeName: node, CgroupRoot: resctltest.RealRoot, KubeletCgroupRoot: "/" + rn.Top,
+		CgroupVersion: string(rn.Layout.Version()), CgroupDriver: "cgroupfs", ProcRoot: proc.Dir,
+		StateDir: t.TempDir(), Kubeconfig: kubeconfig,
+	}
+	first := c.StartAgent(t, opts)
+	quota := func(name string) int64 { return rn.Quota(pods[name].Cgroup) }
+	throttled := func() []string {
+		var out []string
+		for _, name := range batch {
+			if q := quota(name); q != resctl.Unlimited && q < 300 {
+				out = append(out, fmt.Sprintf("%s=%dm", name, q))
+			}
+		}
+		return out
+	}
+	testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		for _, name := range batch {
+			if q := quota(name); q != 300 {
+				return false, fmt.Errorf("%s quota %dm", name, q)
+			}
+		}
+		return true, nil
+	}, "waiting for the agent to hold the Batch pods to their 300m tier limit")
+	for _, p := range pods {
+		w := testutil.StartWorkload(t, "-burn", "1")
+		rn.AddProcess(p.Containers["main"], w.Cmd.Process.Pid)
+		w.Go(t)
+	}
+	before := rn.CPUNanos(rn.Top)
+	start := time.Now()
+	time.Sleep(2 * time.Second)
+	use := int64(float64(rn.CPUNanos(rn.Top)-before) / float64(time.Since(start).Nanoseconds()) * 1000)
+	if use < 600 {
+		t.Fatalf("the burners use %dm, want about 1100m (at least 600m): the machine is too busy for this test", use)
+	}
+	percent := int32((use - 260) / 20)
+	t.Logf("Burners use %dm of the 2000m node; throttle line at %d %% = %dm", use, percent, percent*20)
+	if _, err := c.Waterline.WaterlineV1alpha1().NodeQOSs().Create(ctx, &v1alpha1.NodeQOS{
+		ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
+		Spec: v1alpha1.NodeQOSSpec{
+			CPU:            &v1alpha1.CPUWaterlines{ThrottlePercent: ptr.To(percent), RestorePercent: ptr.To(percent - 5)},
+			AvoidanceCount: ptr.To[int32](1), RestoreCount: ptr.To[int32](5),
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		return len(throttled()) > 0, fmt.Errorf("quotas %v", throttled())
+	}, "waiting for the first agent to throttle")
+	snapPath := filepath.Join(opts.StateDir, agent.NodeSnapshotFile)
+	testutil.Eventually(t, 40*time.Second, 500*time.Millisecond, func() (bool, error) {
+		b, err := os.ReadFile(snapPath)
+		if err != nil {
+			return false, err
+		}
+		return strings.Contains(string(b), `"name":"cpu"`), fmt.Errorf("the snapshot has no NodeQOS cpu yet")
+	}, "waiting for the node snapshot to hold the NodeQOS")
+	first.Stop()
+
+	// Kubelet-like reset, then the partition.
+	for _, name := range batch {
+		if _, err := rn.Layout.SetCPUQuota(pods[name].Cgroup, cgroups.CPUQuota{QuotaMicros: 30000, PeriodMicros: 100000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := throttled(); len(got) != 0 {
+		t.Fatalf("quotas after the reset: %v, want all at 300m", got)
+	}
+	proxy.Cut()
+	opts.NoWait = true
+	second := c.StartAgent(t, opts)
+	testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		return len(throttled()) > 0, fmt.Errorf("quotas %v", throttled())
+	}, "waiting for the agent started during the partition to throttle from the node snapshot")
+	t.Logf("Throttled during the partition: %v", throttled())
+	if code := httpStatus(second.HealthURL + "/healthz"); code != 200 {
+		t.Errorf("/healthz during the partition = %d, want 200 (protection runs)", code)
+	}
+	if code := httpStatus(second.HealthURL + "/readyz"); code != 503 {
+		t.Errorf("/readyz during the partition = %d, want 503 (not synced)", code)
+	}
+	if q := quota("prod"); q != 200 {
+		t.Errorf("the Prod pod's quota is %dm, want kubelet's 200m", q)
+	}
+
+	proxy.Restore(t)
+	testutil.Eventually(t, 60*time.Second, 250*time.Millisecond, func() (bool, error) {
+		return httpStatus(second.HealthURL+"/readyz") == 200, fmt.Errorf("readyz not 200")
+	}, "waiting for the agent to sync once the partition ends")
+	testutil.Eventually(t, 60*time.Second, 250*time.Millisecond, func() (bool, error) {
+		nm, err := c.Waterline.WaterlineV1alpha1().NodeMetrics().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		cond := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.ConditionThrottling)
+		return cond != nil && cond.Status == metav1.ConditionTrue, fmt.Errorf("Throttling condition %+v", cond)
+	}, "waiting for the NodeMetric to report Throttling=True after the partition")
+}
+
+func httpStatus(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode
 }

@@ -203,16 +203,32 @@ func Run(ctx context.Context, o *Options) error {
 		}
 	}
 
+	// Protection starts from what the node knows -- the node snapshot a
+	// previous run saved (its pods, Node, NodeQOS objects) and the cgroup
+	// marks -- without waiting for the API server; the informers take
+	// over once they sync. A restart during an API outage thus keeps
+	// throttling.
 	defer states.Shutdown()
-	if err := states.Start(ctx); err != nil {
-		if ctx.Err() != nil {
-			logger.Info("Stopped before the informers synced")
-			return nil
-		}
-		return err
+	snapPath := filepath.Join(o.StateDir, agent.NodeSnapshotFile)
+	if err := states.UseSnapshot(snapPath); err != nil {
+		logger.Error(err, "Starting without the node snapshot; node protection waits for the API server")
+	} else if saved := states.SnapshotTime(); !saved.IsZero() {
+		logger.Info("Loaded the node snapshot; protecting the node from it until the API server answers", "saved", saved, "pods", len(states.Pods()), "nodeQOS", len(states.NodeQOSes()))
 	}
-	h.synced.Store(true)
-	logger.Info("Informers synced")
+	states.StartInBackground(ctx, func() {
+		h.synced.Store(true)
+		logger.Info("Informers synced")
+	})
+	snapCtx, stopSnap := context.WithCancel(context.WithoutCancel(ctx))
+	snapDone := make(chan struct{})
+	go func() {
+		defer close(snapDone)
+		states.RunSnapshots(snapCtx, snapshotInterval)
+	}()
+	defer func() {
+		stopSnap()
+		<-snapDone
+	}()
 
 	// The cache checkpoints on its own context, ended only after the loop
 	// stopped, so the final checkpoint holds the last cycle's sample.
@@ -317,6 +333,10 @@ func daemonSetGone(ctx context.Context, kube kubernetes.Interface, ns, name stri
 	return false, "DaemonSet " + owner.Name + " stays", nil
 }
 
+// snapshotInterval is how often the node snapshot is saved when the
+// informers' view changed.
+const snapshotInterval = 10 * time.Second
+
 // serve listens on addr at once (so a taken port fails the start) and
 // serves mux until ctx ends.
 func serve(ctx context.Context, wg *sync.WaitGroup, name, addr string, mux http.Handler) error {
@@ -345,18 +365,22 @@ func serve(ctx context.Context, wg *sync.WaitGroup, name, addr string, mux http.
 }
 
 // health answers the probes. Ready: the informers synced and one cycle
-// ran, so the node's usage is being collected. Healthy: the loop has not
-// stalled (a cycle finished within stallAfter), or it has not had its
-// first cycle yet (informers still syncing is a readiness matter).
+// ran, so the node's usage is being collected with the API server's view.
+// Healthy: the loop that protects the node runs -- a cycle finished within
+// stallAfter (since the start, before the first one). The loop does not
+// wait for the API server (it runs from the node snapshot), so an
+// unreachable API server is a readiness matter, and a loop that does not
+// cycle is a liveness one.
 type health struct {
 	clock      clock.PassiveClock
 	stallAfter time.Duration
+	started    time.Time
 	synced     atomic.Bool
 	lastCycle  atomic.Int64 // unix nanos; 0 before the first cycle
 }
 
 func newHealth(clk clock.PassiveClock, interval time.Duration) *health {
-	return &health{clock: clk, stallAfter: max(30*time.Second, 10*interval)}
+	return &health{clock: clk, stallAfter: max(30*time.Second, 10*interval), started: clk.Now()}
 }
 
 func (h *health) cycled() { h.lastCycle.Store(h.clock.Now().UnixNano()) }
@@ -368,6 +392,9 @@ func (h *health) install(mux *http.ServeMux) {
 				http.Error(w, fmt.Sprintf("no collect cycle finished for %s", since.Round(time.Second)), http.StatusServiceUnavailable)
 				return
 			}
+		} else if since := h.clock.Since(h.started); since > h.stallAfter {
+			http.Error(w, fmt.Sprintf("no collect cycle in the %s since the start", since.Round(time.Second)), http.StatusServiceUnavailable)
+			return
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
