@@ -292,3 +292,106 @@ func httpStatus(url string) int {
 	defer resp.Body.Close()
 	return resp.StatusCode
 }
+
+// procCPU returns the user+system CPU time of a process.
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command name, which ends with ')'.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	var utime, stime int64
+	if _, err := fmt.Sscan(f[11], &utime); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscan(f[12], &stime); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ
+}
+
+// TestAgentCostRealCgroups200Pods measures the whole agent binary with 200
+// pods whose cgroups are real (created by the test under a private
+// kubelet root of /sys/fs/cgroup, cgroup v1 here, one container each) and
+// a 30-minute metric cache restored from a checkpoint: process CPU per
+// 1 s cycle over 30 cycles and VmRSS/VmHWM, against a baseline agent on a
+// node without pods in the same run. Goals: ≤ 2 ms CPU a cycle, VmHWM ≤
+// 64 MiB. Not a real kubelet node: the cgroups are the test's.
+func TestAgentCostRealCgroups200Pods(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPING: a 2-minute measurement (-short)")
+	}
+	const pods, cycles = 200, 30
+	rn := resctltest.NewRealNode(t, "waterline-test-cost")
+	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
+	ctx := t.Context()
+	capacity := testutil.DefaultNodeCapacity()
+	capacity[corev1.ResourcePods] = resource.MustParse("300")
+	nodes := c.CreateNodes(t, "cost", 2, testutil.NodeOptions{Capacity: capacity})
+	full, idle := nodes[0].Name, nodes[1].Name
+	c.CreateNamespace(t, "cost", nil)
+	var created []*corev1.Pod
+	for i := range pods {
+		band := extension.Bands[i%len(extension.Bands)]
+		p, err := c.Kube.CoreV1().Pods("cost").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%03d", i), Labels: map[string]string{extension.LabelBand: string(band)}},
+			Spec:       corev1.PodSpec{NodeName: full, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created = append(created, p)
+		rn.AddPod(p.DeepCopy())
+	}
+	proc := resctltest.NewFakeProc(t, rn)
+	procCtx, stopProc := context.WithCancel(ctx)
+	defer stopProc()
+	go proc.Run(procCtx, 500*time.Millisecond)
+	stateDir := t.TempDir()
+	writeFullCheckpoint(t, filepath.Join(stateDir, "metriccache.ckpt"), created)
+	opts := func(node, state string) testutil.AgentOptions {
+		return testutil.AgentOptions{NodeName: node, StateDir: state, CgroupRoot: resctltest.RealRoot, KubeletCgroupRoot: "/" + rn.Top,
+			CgroupVersion: string(rn.Layout.Version()), CgroupDriver: "cgroupfs", ProcRoot: proc.Dir}
+	}
+	agents := map[string]*testutil.Agent{
+		"200 pods": c.StartAgent(t, opts(full, stateDir)),
+		"baseline": c.StartAgent(t, opts(idle, "")),
+	}
+	cyclesOf := func(a *testutil.Agent) float64 {
+		v, _ := testutil.MetricValue(a.Metrics(t), "waterline_agent_cycle_duration_seconds_count")
+		return v
+	}
+	// Past the start (restore, first reads, first reports).
+	for name, a := range agents {
+		testutil.Eventually(t, 3*time.Minute, time.Second, func() (bool, error) {
+			return cyclesOf(a) >= 20, fmt.Errorf("%v cycles", cyclesOf(a))
+		}, "20 cycles of the %s agent", name)
+	}
+	type mark struct {
+		cpu    time.Duration
+		cycles float64
+	}
+	start := map[string]mark{}
+	for name, a := range agents {
+		start[name] = mark{procCPU(t, a.PID()), cyclesOf(a)}
+	}
+	time.Sleep(cycles * time.Second)
+	perCycle := map[string]float64{}
+	for name, a := range agents {
+		cpu, n := procCPU(t, a.PID())-start[name].cpu, cyclesOf(a)-start[name].cycles
+		perCycle[name] = float64(cpu.Microseconds()) / 1000 / n
+		vmRSS, _ := testutil.ProcStatus(a.PID(), "VmRSS")
+		vmHWM, _ := testutil.ProcStatus(a.PID(), "VmHWM")
+		t.Logf("%s: process CPU %.2f ms per cycle over %.0f cycles; VmRSS %.1f MiB, VmHWM %.1f MiB",
+			name, perCycle[name], n, float64(vmRSS)/mib, float64(vmHWM)/mib)
+		if name == "200 pods" && vmHWM > 64*mib {
+			t.Errorf("VmHWM with 200 pods and 30 min = %.1f MiB, goal ≤ 64 MiB", float64(vmHWM)/mib)
+		}
+	}
+	t.Logf("200 pods over baseline: CPU per cycle ×%.1f (+%.2f ms)", perCycle["200 pods"]/perCycle["baseline"], perCycle["200 pods"]-perCycle["baseline"])
+	if perCycle["200 pods"] > 2 {
+		t.Logf("MISSES the 2 ms goal: %.2f ms per cycle (see pkg/agent/README.md)", perCycle["200 pods"])
+	}
+}
