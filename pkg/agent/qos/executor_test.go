@@ -116,7 +116,7 @@ func starvedCPU(w *world, n int, policy *v1alpha1.EvictionPolicy) {
 }
 
 // TestPDBBlockedEvictionMovesOnToTheNextPod: CPU eviction chooses pods; a
-// PodDisruptionBudget refuses the first one asked. The others are evicted
+// PodDisruptionBudget refuses one of them. The others are evicted
 // with the NodeQOS grace period; Events say so on the pods and the node.
 // The refused pod is left out of plans (the planner picks among the rest)
 // until its retry time; the Prod pod is never asked; nothing is deleted
@@ -141,10 +141,9 @@ func TestPDBBlockedEvictionMovesOnToTheNextPod(t *testing.T) {
 	for range 5 {
 		w.cycle()
 	}
+	// The evictions of one cycle run side by side: their calls come in
+	// any order.
 	calls := w.evictor.callList()
-	if len(calls) == 0 || calls[0] != refused {
-		t.Fatalf("eviction calls = %v, want %s first", calls, refused)
-	}
 	asked := map[string]int{}
 	for _, c := range calls {
 		asked[c]++
