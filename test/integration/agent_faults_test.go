@@ -22,6 +22,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
+	"github.com/waterline-dev/waterline/pkg/agent/cgroups/cgroupstest"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
 	testutil "github.com/waterline-dev/waterline/test/util"
@@ -394,4 +395,87 @@ func TestAgentCostRealCgroups200Pods(t *testing.T) {
 	if perCycle["200 pods"] > 2 {
 		t.Logf("MISSES the 2 ms goal: %.2f ms per cycle (see pkg/agent/README.md)", perCycle["200 pods"])
 	}
+}
+
+// TestAgentEvictionDuringPartitionKeepsTheBeat: the real agent reaches the
+// API server through a proxy; its fixture node is under a 95 % memory
+// evict line. The proxy turns into a black hole (connections accepted,
+// never answered) and the node's memory rises over the line: the agent
+// asks to evict the largest Batch pod, and the request hangs. The collect
+// loop keeps its 1 s beat meanwhile (cycles counted on /metrics, each
+// short), /healthz stays 200, and the eviction gives up after
+// --eviction-timeout, counted as an error. (Evict used to run inside the
+// cycle with no timeout: the loop stopped and /healthz went 503.)
+func TestAgentEvictionDuringPartitionKeepsTheBeat(t *testing.T) {
+	t.Parallel()
+	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
+	ctx := t.Context()
+	node := c.CreateNodes(t, "partition-evict", 1, testutil.NodeOptions{Capacity: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
+	}})[0].Name
+	qosPriorityClasses(t, c)
+	const ns = "partition-evict"
+	c.CreateNamespace(t, ns, nil)
+	dir := t.TempDir()
+	layout, err := cgroups.NewLayout(filepath.Join(dir, "cgroup"), cgroups.V1, cgroups.DriverCgroupfs, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := cgroupstest.Tree{Layout: layout}
+	if err := tree.Init(); err != nil {
+		t.Fatal(err)
+	}
+	procDir := filepath.Join(dir, "proc")
+	if err := cgroupstest.Proc(procDir, 1000, 100000, 16*gib, 2*gib); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		name, class string
+		gib         float64
+	}{{"prod", "qos-prod", 6}, {"a", "qos-batch", 3}, {"b", "qos-batch", 2.5}} {
+		pod := qosPod(t, c, ns, p.name, node, p.class, nil, corev1.ResourceRequirements{})
+		if err := tree.Cgroup(layout.PodCgroup(pod.UID, pod.Status.QOSClass), cgroupstest.Usage{MemoryUsage: uint64(p.gib * gib)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Waterline.WaterlineV1alpha1().NodeQOSs().Create(ctx, &v1alpha1.NodeQOS{
+		ObjectMeta: metav1.ObjectMeta{Name: "memory"},
+		Spec:       v1alpha1.NodeQOSSpec{Memory: &v1alpha1.MemoryWaterlines{EvictPercent: ptr.To[int32](95)}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	proxy, kubeconfig := c.ProxiedKubeconfig(t)
+	agent := c.StartAgent(t, testutil.AgentOptions{
+		NodeName: node, CgroupRoot: layout.Root(), CgroupVersion: "v1", CgroupDriver: "cgroupfs", ProcRoot: procDir,
+		Kubeconfig: kubeconfig, Args: []string{"--eviction-timeout", "8s"},
+	})
+	time.Sleep(2 * time.Second) // the NodeQOS is in the informer
+	metric := func(series string) float64 {
+		v, _ := testutil.MetricValue(agent.Metrics(t), series)
+		return v
+	}
+	proxy.Blackhole()
+	// 15.5 GiB used of 16: over the 15.2 GiB line.
+	if err := cgroupstest.Proc(procDir, 1000, 100000, 16*gib, gib/2); err != nil {
+		t.Fatal(err)
+	}
+	count0, sum0 := metric("waterline_agent_cycle_duration_seconds_count"), metric("waterline_agent_cycle_duration_seconds_sum")
+	start := time.Now()
+	time.Sleep(12 * time.Second)
+	count, sum := metric("waterline_agent_cycle_duration_seconds_count")-count0, metric("waterline_agent_cycle_duration_seconds_sum")-sum0
+	elapsed := time.Since(start).Seconds()
+	t.Logf("During the partition: %.0f cycles in %.1f s, mean %.1f ms", count, elapsed, 1000*sum/max(count, 1))
+	if count < elapsed-3 {
+		t.Errorf("%.0f cycles in %.1f s of partition with an eviction hanging, want one a second", count, elapsed)
+	}
+	if count > 0 && sum/count > 0.2 {
+		t.Errorf("mean cycle %.0f ms during the partition, want well under the 1 s beat", 1000*sum/count)
+	}
+	if code := httpStatus(agent.HealthURL + "/healthz"); code != 200 {
+		t.Errorf("/healthz during the partition = %d, want 200", code)
+	}
+	testutil.Eventually(t, 20*time.Second, 500*time.Millisecond, func() (bool, error) {
+		v := metric(`waterline_agent_qos_evictions_total{result="error"`)
+		return v >= 1, fmt.Errorf("error evictions %v", v)
+	}, "waiting for the hanging eviction to time out")
 }

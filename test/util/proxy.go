@@ -23,7 +23,9 @@ type Proxy struct {
 	Addr   string
 	target string
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// hold makes new connections hang: accepted, never answered.
+	hold  bool
 	l     net.Listener
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
@@ -61,6 +63,18 @@ func (p *Proxy) serve(l net.Listener) {
 }
 
 func (p *Proxy) forward(c net.Conn) {
+	p.mu.Lock()
+	hold := p.hold
+	if hold {
+		p.conns[c] = struct{}{}
+	}
+	p.mu.Unlock()
+	if hold {
+		// Read and drop until the connection is closed: a peer that
+		// never answers, as across a partition that drops packets.
+		_, _ = io.Copy(io.Discard, c)
+		return
+	}
 	up, err := net.Dial("tcp", p.target)
 	if err != nil {
 		_ = c.Close()
@@ -108,9 +122,35 @@ func (p *Proxy) Cut() {
 	p.wg.Wait()
 }
 
+// Blackhole severs every connection and makes new ones hang: accepted,
+// never answered (a partition that drops packets rather than refusing).
+// Restore ends it.
+func (p *Proxy) Blackhole() {
+	p.mu.Lock()
+	p.hold = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	clear(p.conns)
+	p.mu.Unlock()
+}
+
 // Restore listens on the same port again.
 func (p *Proxy) Restore(t testing.TB) {
 	t.Helper()
+	p.mu.Lock()
+	wasHolding, listening := p.hold, p.l != nil
+	p.hold = false
+	if wasHolding {
+		for c := range p.conns {
+			_ = c.Close()
+		}
+		clear(p.conns)
+	}
+	p.mu.Unlock()
+	if listening {
+		return
+	}
 	l, err := net.Listen("tcp", p.Addr)
 	if err != nil {
 		t.Fatalf("Restoring the proxy on %s: %v", p.Addr, err)
