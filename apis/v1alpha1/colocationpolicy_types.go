@@ -8,8 +8,8 @@ import (
 // other policy selects.
 const DefaultColocationPolicyName = "default"
 
-// TierPolicy says how much of a node is sold as Mid and Batch tier
-// resources (seed 003).
+// TierPolicy says how much of a node is sold as Mid and Batch tier resources
+// (docs/design/tiers.md).
 type TierPolicy struct {
 	// Enabled turns the Mid and Batch allocatable on. When false the manager
 	// sets both to zero on the selected nodes.

@@ -77,12 +77,12 @@ func (r *run) nodeQoS(n *node) {
 
 func (r *run) qosInterval() time.Duration { return r.cfg.QoSInterval }
 
-// widen is evict-all's agent, the behaviour before seed 000's precise
-// action: once the precise plan says a breach needs throttling, every
-// Batch/Free pod is throttled to its floor; once it needs an eviction,
-// every Batch/Free pod is evicted. It returns what that releases, for the
-// over-action ratio: for throttling, Σ min(usage, current quota) − floor;
-// for eviction, Σ usage of the metric (Σ CPU request for the
+// widen is evict-all's agent, the behaviour before precise action
+// (docs/design/node-qos.md#precise-action): once the precise plan says a breach
+// needs throttling, every Batch/Free pod is throttled to its floor; once it
+// needs an eviction, every Batch/Free pod is evicted. It returns what that
+// releases, for the over-action ratio: for throttling, Σ min(usage, current
+// quota) − floor; for eviction, Σ usage of the metric (Σ CPU request for the
 // satisfaction-based CPU eviction).
 func (r *run) widen(n *node, plan *qos.Plan) *widening {
 	w := &widening{evictReleased: map[qos.MetricName]int64{}}

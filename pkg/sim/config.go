@@ -40,10 +40,10 @@ const (
 	// tier resources from predictions and real use, and each node's QoS
 	// forbids scheduling, throttles and evicts Batch pods precisely.
 	PolicyWaterline Policy = "waterline"
-	// PolicyEvictAll is Waterline whose node QoS, at a breach, acts on
-	// every Batch pod of the node -- throttles all of them to their floor,
-	// evicts all of them -- as agents did before seed 000's precise
-	// action: the baseline for over-action.
+	// PolicyEvictAll is Waterline whose node QoS, at a breach, acts on every
+	// Batch pod of the node -- throttles all of them to their floor, evicts all
+	// of them -- as agents did before precise action
+	// (docs/design/node-qos.md#precise-action): the baseline for over-action.
 	PolicyEvictAll Policy = "evict-all"
 )
 
@@ -149,15 +149,16 @@ const (
 	NamespaceBatch  = "batch"
 )
 
-// DefaultLoadAwareSpec returns LoadAware's default args (seed 001, as the
-// scheduler defaults them: loadaware.DefaultSpec).
+// DefaultLoadAwareSpec returns LoadAware's default args
+// (docs/design/loadaware.md#args-and-defaults, as the scheduler defaults them:
+// loadaware.DefaultSpec).
 func DefaultLoadAwareSpec() loadaware.Spec { return loadaware.DefaultSpec() }
 
-// DefaultNodeQOS returns the simulation's NodeQOS: for every node, CPU
-// forbid scheduling and throttle at 70 % (seed 002: production merges the
-// two lines), restore at 60 %, evict (satisfaction-based) at 80 %; memory
-// forbid scheduling at 85 % and evict at 90 %; everything else at the API
-// defaults.
+// DefaultNodeQOS returns the simulation's NodeQOS: for every node, CPU forbid
+// scheduling and throttle at 70 % (production merges the two lines,
+// docs/design/node-qos.md#the-three-waterlines), restore at 60 %, evict
+// (satisfaction-based) at 80 %; memory forbid scheduling at 85 % and evict at
+// 90 %; everything else at the API defaults.
 func DefaultNodeQOS() []v1alpha1.NodeQOS {
 	return []v1alpha1.NodeQOS{{
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},

@@ -66,7 +66,8 @@ Policies (default: k8s-default, k8s-besteffort, waterline):
                real use, priority bands, and node QoS that forbids
                scheduling, throttles and evicts Batch pods precisely.
   evict-all    waterline whose node QoS acts on every Batch pod of a node at
-               a breach (before seed 000's precise action).
+               a breach, as before precise action
+               (docs/design/node-qos.md#precise-action).
 
 Workloads (--workload):
   synthetic    diurnal online services and bursty batch arrivals (the

@@ -6,8 +6,9 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 )
 
-// Estimates of a pod that asks for no cpu or memory at all (seed 001,
-// Koordinator's DefaultMilliCPURequest and DefaultMemoryRequest).
+// Estimates of a pod that asks for no cpu or memory at all
+// (docs/design/loadaware.md#estimation, Koordinator's DefaultMilliCPURequest
+// and DefaultMemoryRequest).
 const (
 	DefaultMilliCPU = 250               // 250m
 	DefaultMemory   = 200 * 1024 * 1024 // 200Mi

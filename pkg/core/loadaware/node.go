@@ -15,9 +15,10 @@ import (
 )
 
 // CustomUsageThresholds is the value of the node annotation
-// waterline.dev/usage-thresholds (seed 001's CustomUsageThresholds). Each
-// field that is set replaces the args' value of the same meaning for the
-// node; fields left out keep the args' values.
+// waterline.dev/usage-thresholds (Koordinator's CustomUsageThresholds;
+// docs/design/loadaware.md#per-node-annotations). Each field that is set
+// replaces the args' value of the same meaning for the node; fields left out
+// keep the args' values.
 type CustomUsageThresholds struct {
 	// UsageThresholds replaces the args' usageThresholds as a whole.
 	UsageThresholds map[corev1.ResourceName]int64 `json:"usageThresholds,omitempty"`

@@ -12,7 +12,8 @@ import (
 )
 
 // DefaultBorgOvercommit is Borg-default's a: the peak is Σ requests ÷ a
-// (seed 003; Bashir et al. use the same form with 1/a = 0.9).
+// (Koordinator node prediction; Bashir et al. use the same form with 1/a = 0.9;
+// docs/design/prediction.md#models).
 const DefaultBorgOvercommit = 1.1
 
 // PodInput is what a predictor knows about one running pod, for one
@@ -35,9 +36,10 @@ type PodInput struct {
 type Input struct {
 	// Now is the time of the prediction.
 	Now time.Time
-	// Node is the usage history of what is predicted as a whole: the Prod
-	// pods plus the system (seed 003 counts non-pod usage as a special
-	// pod). Nil or empty means no history yet.
+	// Node is the usage history of what is predicted as a whole: the Prod pods
+	// plus the system (Koordinator node prediction counts non-pod usage as a
+	// special pod; docs/design/prediction.md#what-is-predicted). Nil or empty
+	// means no history yet.
 	Node *Histogram
 	// Pods are the running Prod pods. To have the per-pod models cover
 	// the system's usage too, pass it as a pod with a zero request and a
@@ -227,8 +229,8 @@ func (p Params) nSigma(h *Histogram) float64 { return h.Mean() + p.N*h.StdDev() 
 
 func (p Params) percentile(h *Histogram) float64 { return h.Percentile(p.Percentile) }
 
-// NSigmaV1 predicts mean + N·stdev of the node's Prod usage (seed 003's
-// Peak_N-Sigma_v1).
+// NSigmaV1 predicts mean + N·stdev of the node's Prod usage (Koordinator node
+// prediction's Peak_N-Sigma_v1; docs/design/prediction.md#models).
 type NSigmaV1 struct{ Params }
 
 // Predict implements Predictor.
@@ -240,9 +242,10 @@ func (m NSigmaV1) Predict(in *Input) Prediction {
 
 func (m NSigmaV1) String() string { return "NSigmaV1(n=" + fmtNum(m.N) + ")" }
 
-// NSigmaV2 is the larger of NSigmaV1 and Σ per pod (mean + N·stdev): the
-// pod sum ignores the pooling effect and so guards against pods that were
-// quiet together in the node's history (seed 003's Peak_N-Sigma_v2).
+// NSigmaV2 is the larger of NSigmaV1 and Σ per pod (mean + N·stdev): the pod
+// sum ignores the pooling effect and so guards against pods that were quiet
+// together in the node's history (Koordinator node prediction's
+// Peak_N-Sigma_v2; docs/design/prediction.md#models).
 type NSigmaV2 struct{ Params }
 
 // Predict implements Predictor.

@@ -182,7 +182,9 @@ func TestPredictors(t *testing.T) {
 
 func TestNewMaxOf(t *testing.T) {
 	in := std.input(t)
-	// Seed 003's example, Max_Borg-default_ResourceCentral: max(Σ requests ÷ 1.1 = 10, Σ p100 = 8) = 10.
+	// Koordinator node prediction's example (docs/design/prediction.md#models),
+	// Max_Borg-default_ResourceCentral:
+	// max(Σ requests ÷ 1.1 = 10, Σ p100 = 8) = 10.
 	m, err := New(v1alpha1.PredictMax, params(func(p *Params) {
 		p.MaxOf = []v1alpha1.PredictModel{v1alpha1.PredictBorgDefault, v1alpha1.PredictResourceCentral}
 	}))

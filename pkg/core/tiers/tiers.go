@@ -1,8 +1,8 @@
 // Package tiers decides how much of a node is sold as Mid and Batch tier
-// resources (seed 003): Mid from what the Prod pods requested but are
-// predicted not to use, Batch from what is really idle, both reset to zero
-// when the node's agent stops reporting, and whether a new value differs
-// enough from the published one to be written.
+// resources (docs/design/tiers.md): Mid from what the Prod pods requested but
+// are predicted not to use, Batch from what is really idle, both reset to zero
+// when the node's agent stops reporting, and whether a new value differs enough
+// from the published one to be written.
 //
 // It is pure: the manager's tiers controller and the simulator give it
 // numbers (or the Node, its pods and its NodeMetric) and write the result

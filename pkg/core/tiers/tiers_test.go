@@ -16,7 +16,8 @@ import (
 )
 
 func TestMid(t *testing.T) {
-	// A 32-core node (32000m) as in seed 003's example.
+	// A 32-core node (32000m) as in Koordinator node prediction's example
+	// (docs/design/tiers.md#mid).
 	tests := []struct {
 		name               string
 		midPct, ratioPct   int32
@@ -24,7 +25,7 @@ func TestMid(t *testing.T) {
 		s                  ResourceState
 		want               int64
 	}{{
-		name: "seed formula: reclaimable under the cap", midPct: 50, ratioPct: 100,
+		name: "Mid formula: reclaimable under the cap", midPct: 50, ratioPct: 100,
 		s: ResourceState{Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true},
 		// reclaimable 20000 − 8000 = 12000; cap 32000 × 50% = 16000 → 12000.
 		want: 12000,

@@ -7,10 +7,10 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 )
 
-// LoadAwareArgs configures the LoadAware plugin (seed 001, Koordinator's
-// LoadAwareSchedulingArgs). Percentages are of the node's allocatable (or
-// of its waterline.dev/raw-allocatable annotation). The versioned form,
-// v1.LoadAwareArgs, documents the defaults.
+// LoadAwareArgs configures the LoadAware plugin (docs/design/loadaware.md,
+// Koordinator's LoadAwareSchedulingArgs). Percentages are of the node's
+// allocatable (or of its waterline.dev/raw-allocatable annotation). The
+// versioned form, v1.LoadAwareArgs, documents the defaults.
 //
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true

@@ -1,8 +1,9 @@
-// Package loadaware is the LoadAware scheduler plugin (seed 001): it keeps
-// pods off nodes whose real load -- the NodeMetric the node's agent
-// reports, plus what pods assigned since then will add -- would cross a
-// threshold, prefers the least loaded nodes, and keeps Batch and Free pods
-// off nodes the agent put in forbid-scheduling state (seed 002).
+// Package loadaware is the LoadAware scheduler plugin
+// (docs/design/loadaware.md): it keeps pods off nodes whose real load -- the
+// NodeMetric the node's agent reports, plus what pods assigned since then will
+// add -- would cross a threshold, prefers the least loaded nodes, and keeps
+// Batch and Free pods off nodes the agent put in forbid-scheduling state
+// (docs/design/loadaware.md#forbid-scheduling).
 //
 // It is the framework adapter of pkg/core/loadaware, which makes every
 // decision; this package feeds it from informers (NodeMetrics, pods), keeps

@@ -21,8 +21,8 @@ package v1alpha1
 // TierPolicyApplyConfiguration represents a declarative configuration of the TierPolicy type for use
 // with apply.
 //
-// TierPolicy says how much of a node is sold as Mid and Batch tier
-// resources (seed 003).
+// TierPolicy says how much of a node is sold as Mid and Batch tier resources
+// (docs/design/tiers.md).
 type TierPolicyApplyConfiguration struct {
 	// Enabled turns the Mid and Batch allocatable on. When false the manager
 	// sets both to zero on the selected nodes.

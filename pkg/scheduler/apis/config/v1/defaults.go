@@ -12,7 +12,8 @@ import (
 )
 
 // DefaultNodeMetricExpirationSeconds is LoadAware's default
-// nodeMetricExpirationSeconds (seed 001); the defaults live in the core.
+// nodeMetricExpirationSeconds (docs/design/loadaware.md#args-and-defaults); the
+// defaults live in the core.
 const DefaultNodeMetricExpirationSeconds = int64(loadaware.DefaultNodeMetricExpiration / time.Second)
 
 // RegisterDefaults registers the defaulting of every plugin's args with a

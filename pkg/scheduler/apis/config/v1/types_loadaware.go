@@ -7,10 +7,10 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 )
 
-// LoadAwareArgs configures the LoadAware plugin, which places pods by the
-// real load of nodes (NodeMetric) rather than by requests (seed 001).
-// Percentages are of the node's status.allocatable, or of its
-// waterline.dev/raw-allocatable annotation where set.
+// LoadAwareArgs configures the LoadAware plugin, which places pods by the real
+// load of nodes (NodeMetric) rather than by requests
+// (docs/design/loadaware.md). Percentages are of the node's status.allocatable,
+// or of its waterline.dev/raw-allocatable annotation where set.
 //
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
