@@ -1,4 +1,4 @@
-// Package predictor is the agent's predict server (seed 003): it keeps
+// Package predictor is the agent's predict server (docs/design/prediction.md): it keeps
 // decaying usage histograms of the node's Prod pods plus the system, of each
 // priority band and of each Prod pod, for CPU and memory, feeds them every
 // update interval with the metric cache's average over that interval, and

@@ -487,7 +487,7 @@ func (p *Predictor) predictLocked(now time.Time) {
 }
 
 // checkLocked asks for an early report when the prediction is due for
-// one (seed 003's fast reporting).
+// one (fast reporting: docs/design/prediction.md#reporting).
 func (p *Predictor) checkLocked(logger klog.Logger, now time.Time) {
 	var last *Result
 	if !p.reportedAt.IsZero() {

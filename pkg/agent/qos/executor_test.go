@@ -96,7 +96,7 @@ func TestThrottleOnlyWhatIsNeeded(t *testing.T) {
 	}
 }
 
-// starvedCPU sets up seed 002's CPU eviction on the 4-core test node: an
+// starvedCPU sets up the satisfaction-based CPU eviction on the 4-core test node: an
 // evict line at 50 %, a 1 s window, a Prod pod using 2.4 cores and n Batch
 // pods asking 1 core each and getting 0.3: starved (30 % < 60 %) and busy
 // (all of what the node leaves them). Eviction must remove request until
