@@ -1,7 +1,7 @@
-// Package predictor is the agent's predict server (docs/design/prediction.md): it keeps
-// decaying usage histograms of the node's Prod pods plus the system, of each
-// priority band and of each Prod pod, for CPU and memory, feeds them every
-// update interval with the metric cache's average over that interval, and
+// Package predictor is the agent's predict server
+// (docs/design/prediction.md): it keeps decaying usage histograms of the
+// node's Prod pods plus the system, of each priority band and of each Prod
+// pod, for CPU and memory, feeds them every update interval with the metric cache's average over that interval, and
 // predicts the Prod peak with the model of the NodeMetric's predict policy.
 // It contributes prodPeak, prodReclaimable, predictionTime and the
 // PredictionReady condition to the NodeMetric status, asks the reporter for
