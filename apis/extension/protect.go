@@ -100,7 +100,7 @@ func IsSystemCritical(pod *corev1.Pod) bool {
 // lowestProtectedPriority is the bottom of the Mid range: a pod at or above
 // it is never acted on, even when a label puts it in a lower band.
 func lowestProtectedPriority() int32 {
-	lowest := int32(SystemCriticalPriority)
+	lowest := SystemCriticalPriority
 	for _, r := range DefaultBandRanges {
 		if !r.Band.IsLowPriority() && r.Min < lowest {
 			lowest = r.Min

@@ -38,7 +38,6 @@ type nodeSnapshot struct {
 	Pods       []*corev1.Pod        `json:"pods"`
 	NodeMetric *v1alpha1.NodeMetric `json:"nodeMetric,omitempty"`
 	NodeQOSes  []*v1alpha1.NodeQOS  `json:"nodeQOSes"`
-	hash       uint64
 }
 
 // UseSnapshot makes the States keep the node snapshot in path and loads the

@@ -164,11 +164,11 @@ func TestFileKeptOpen(t *testing.T) {
 	}{
 		{name: "first read opens", change: func() {}, want: 100},
 		// Rewritten in place (same inode), as the kernel regenerates.
-		{name: "sees a rewrite", change: func() { os.WriteFile(p, []byte("250\n"), 0o644) }, want: 250},
+		{name: "sees a rewrite", change: func() { must(t, os.WriteFile(p, []byte("250\n"), 0o644)) }, want: 250},
 		// Longer than the 4-byte buffer: grown and read from the start.
-		{name: "grows past its buffer", change: func() { os.WriteFile(p, []byte("123456789012\n"), 0o644) }, want: 123456789012},
+		{name: "grows past its buffer", change: func() { must(t, os.WriteFile(p, []byte("123456789012\n"), 0o644)) }, want: 123456789012},
 		{name: "removed file is gone", change: func() { os.Remove(p) }, wantGone: true},
-		{name: "recreated file is opened afresh", change: func() { os.WriteFile(p, []byte("7\n"), 0o644) }, want: 7},
+		{name: "recreated file is opened afresh", change: func() { must(t, os.WriteFile(p, []byte("7\n"), 0o644)) }, want: 7},
 	}
 	for _, tc := range tests {
 		tc.change()
@@ -219,5 +219,12 @@ func TestDirKeptOpen(t *testing.T) {
 	}
 	if _, err := list(); !IsGone(err) {
 		t.Errorf("Listing a removed directory: %v, want a gone error", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -54,7 +54,7 @@ func readMemInfoUsed(r *cgroups.Reader, f *cgroups.File) (uint64, error) {
 	}
 	var total, avail uint64
 	var haveTotal, haveAvail bool
-	for len(b) > 0 && !(haveTotal && haveAvail) {
+	for len(b) > 0 && (!haveTotal || !haveAvail) {
 		line, rest, complete := bytes.Cut(b, []byte{'\n'})
 		if !complete {
 			break

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
@@ -70,7 +69,7 @@ func runRSSHelper(mode string) error {
 		}
 		pods := make([]collector.PodRef, benchPods)
 		for p := range pods {
-			pods[p] = collector.PodRef{UID: types.UID(uidOf(p)), QoSClass: "Burstable"}
+			pods[p] = collector.PodRef{UID: uidOf(p), QoSClass: "Burstable"}
 			cg := l.PodCgroup(pods[p].UID, "Burstable")
 			if err := tree.Cgroup(cg, cgroupstest.Usage{CPUNanos: 1e9, MemoryUsage: 100 << 20}); err != nil {
 				return err

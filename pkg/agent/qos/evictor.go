@@ -65,11 +65,11 @@ func (e APIEvictor) Evict(ctx context.Context, pod *corev1.Pod, gracePeriodSecon
 	case err == nil:
 		return nil
 	case apierrors.IsTooManyRequests(err) && IsDisruptionBudgetRefusal(err):
-		return fmt.Errorf("evicting pod %s/%s: %w: %v", pod.Namespace, pod.Name, ErrEvictionBlocked, err)
+		return fmt.Errorf("evicting pod %s/%s: %w: %w", pod.Namespace, pod.Name, ErrEvictionBlocked, err)
 	case apierrors.IsTooManyRequests(err):
-		return fmt.Errorf("evicting pod %s/%s: %w: %v", pod.Namespace, pod.Name, ErrAPIThrottled, err)
+		return fmt.Errorf("evicting pod %s/%s: %w: %w", pod.Namespace, pod.Name, ErrAPIThrottled, err)
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return fmt.Errorf("evicting pod %s/%s: %w: %v", pod.Namespace, pod.Name, ErrPodGone, err)
+		return fmt.Errorf("evicting pod %s/%s: %w: %w", pod.Namespace, pod.Name, ErrPodGone, err)
 	}
 	return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 }
@@ -85,7 +85,7 @@ func (e APIEvictor) Delete(ctx context.Context, pod *corev1.Pod, gracePeriodSeco
 	case err == nil:
 		return nil
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return fmt.Errorf("deleting pod %s/%s: %w: %v", pod.Namespace, pod.Name, ErrPodGone, err)
+		return fmt.Errorf("deleting pod %s/%s: %w: %w", pod.Namespace, pod.Name, ErrPodGone, err)
 	}
 	return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 }

@@ -2,6 +2,7 @@ package colocation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -138,7 +139,7 @@ func createPriorityClasses(t *testing.T, c *testutil.Cluster) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
 	for {
 		var pc schedulingv1.PriorityClass
-		if err := dec.Decode(&pc); err == io.EOF {
+		if err := dec.Decode(&pc); errors.Is(err, io.EOF) {
 			return
 		} else if err != nil {
 			t.Fatal(err)

@@ -53,9 +53,7 @@ func benchCluster(b *testing.B, n int) (*env, []fwk.NodeInfo) {
 		e.pl.cache.setMetric(node.Name, e.pl.cfg.NewMetric(m.obj()))
 	}
 	infos := make([]fwk.NodeInfo, 0, n)
-	for _, ni := range newSnapshotInfos(nodes, pods) {
-		infos = append(infos, ni)
-	}
+	infos = append(infos, newSnapshotInfos(nodes, pods)...)
 	return e, infos
 }
 

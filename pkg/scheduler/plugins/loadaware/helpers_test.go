@@ -326,5 +326,5 @@ func (b *metricBuilder) obj() *v1alpha1.NodeMetric { return b.nm }
 // (object-tracker) kind: the field-managed NewClientset needs OpenAPI models
 // of the waterline.dev types, which are not generated.
 func newWaterlineClient(objs ...runtime.Object) *wlfake.Clientset {
-	return wlfake.NewSimpleClientset(objs...) //nolint:staticcheck // See above.
+	return wlfake.NewSimpleClientset(objs...)
 }

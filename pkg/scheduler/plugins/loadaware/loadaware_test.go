@@ -28,8 +28,8 @@ import (
 )
 
 func TestMaxScoreIsTheFrameworks(t *testing.T) {
-	if core.MaxScore != fwk.MaxNodeScore {
-		t.Errorf("core.MaxScore = %d, want fwk.MaxNodeScore = %d", core.MaxScore, fwk.MaxNodeScore)
+	if core.MaxScore != fwk.MaxScore {
+		t.Errorf("core.MaxScore = %d, want fwk.MaxScore = %d", core.MaxScore, fwk.MaxScore)
 	}
 }
 

@@ -28,7 +28,7 @@ func ParseAction(msg string) (gapMilli, releaseMilli int64) {
 	return gapMilli, releaseMilli
 }
 
-// OverActionWindows: node CPU is averaged over Before seconds before a
+// OverActionWindows says how node CPU is averaged over Before seconds before a
 // cycle's actions and over After seconds starting Settle seconds after
 // them (a throttle takes effect at the next CFS period, an eviction when
 // the pod's processes are gone).
