@@ -54,7 +54,7 @@ generate: tools ## Regenerate deepcopy, CRDs, RBAC and the typed client
 manifests: generate ## Alias of generate: CRDs and RBAC come out of the same run
 
 .PHONY: verify
-verify: tools ## Fail if generated code is stale, code is not gofmt'ed, go vet complains or go.mod is untidy
+verify: tools ## Fail if generated code is stale, code is not gofmt'ed, a licence header is missing, golangci-lint or go vet complain, the chart does not lint, or go.mod is untidy
 	hack/verify.sh
 
 .PHONY: test-deps

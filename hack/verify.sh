@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fails when the tree is not as `make generate` and gofmt would leave it, when
-# go vet complains, or when go.mod / go.sum are not tidy.
+# a Go file lacks the licence header, when golangci-lint finds something, when
+# the chart does not lint or render, when go vet complains, or when go.mod /
+# go.sum are not tidy.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,6 +35,12 @@ fi
 
 echo ">> go vet"
 go vet ./... || failed=1
+
+echo ">> licence headers"
+hack/boilerplate.sh || failed=1
+
+echo ">> golangci-lint (.golangci.yml)"
+bin/golangci-lint run ./... || failed=1
 
 echo ">> go mod tidy"
 # hack/tools only pins versions (tools.go imports programs, which go vet
