@@ -277,6 +277,7 @@ type NodeMetricStatus struct {
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.status.nodeMetric.nodeUsage.cpu`,description="Node CPU usage (cores)"
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.nodeMetric.nodeUsage.memory`,description="Node memory usage"
 // +kubebuilder:printcolumn:name="Prod-Peak-CPU",type=string,JSONPath=`.status.prodPeak.cpu`,description="Predicted Prod CPU peak"
+// +kubebuilder:printcolumn:name="Reclaimable-CPU",type=string,JSONPath=`.status.prodReclaimable.cpu`,description="Prod CPU reclaimable at the policy's reclaim ratio: what Mid CPU is sold from"
 // +kubebuilder:printcolumn:name="Forbid",type=string,JSONPath=`.status.conditions[?(@.type=="ForbidScheduling")].status`,description="Low-priority scheduling forbidden"
 // +kubebuilder:printcolumn:name="Updated",type=date,JSONPath=`.status.updateTime`
 type NodeMetric struct {

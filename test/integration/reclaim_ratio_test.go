@@ -80,6 +80,11 @@ func TestNodeMetricCarriesTheReclaimRatio(t *testing.T) {
 	wantRatio("ra-2", 70)
 	wantRatio("ra-1", 60)
 
+	// kubectl get nodemetric shows the reclaimable CPU the agent reports.
+	if out, err := c.KubectlE("get", "nodemetric", "ra-2"); err != nil || !strings.Contains(out, "RECLAIMABLE-CPU") {
+		t.Errorf("kubectl get nodemetric: %v\n%s\nwant a RECLAIMABLE-CPU column", err, out)
+	}
+
 	// The CRD bounds the field.
 	nm, err := wl.NodeMetrics().Get(ctx, "ra-2", metav1.GetOptions{})
 	if err != nil {
