@@ -167,6 +167,32 @@ type NodeMetricSpec struct {
 	// PredictPolicy configures the Prod peak prediction.
 	// +optional
 	PredictPolicy *PredictPolicy `json:"predictPolicy,omitempty"`
+	// Tiers is what the agent needs of the policy's tier settings to
+	// report what the manager sells.
+	// +optional
+	Tiers *NodeMetricTiers `json:"tiers,omitempty"`
+}
+
+// NodeMetricTiers is the part of a ColocationPolicy's spec.tiers that the
+// agent reports with, written by waterline-manager.
+type NodeMetricTiers struct {
+	// ReclaimRatioPercent is the ColocationPolicy's
+	// spec.tiers.reclaimRatioPercent: the agent reports
+	// status.prodReclaimable = max(0, ratio × Σ Prod requests − prodPeak),
+	// the Reclaimable the manager sells Mid from (docs/design/tiers.md).
+	// Absent: 100.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	ReclaimRatioPercent *int32 `json:"reclaimRatioPercent,omitempty"`
+}
+
+// ReclaimRatioPercent is spec.tiers.reclaimRatioPercent, 100 when absent.
+func (s *NodeMetricSpec) ReclaimRatioPercent() int32 {
+	if s == nil || s.Tiers == nil || s.Tiers.ReclaimRatioPercent == nil {
+		return DefaultReclaimRatioPercent
+	}
+	return *s.Tiers.ReclaimRatioPercent
 }
 
 // AggregatedUsage is node usage summarised over one window.
@@ -230,10 +256,11 @@ type NodeMetricStatus struct {
 	// +optional
 	ProdPeak corev1.ResourceList `json:"prodPeak,omitempty"`
 	// ProdReclaimable is what the Prod pods requested but are predicted not
-	// to use: max(0, Σ Prod requests − prodPeak), which is Reclaimable at a
-	// reclaim ratio of 100 %. The manager sells Mid from the same formula at
-	// the ColocationPolicy's spec.tiers.reclaimRatioPercent
-	// (docs/design/tiers.md).
+	// to use, at the reclaim ratio of spec.tiers.reclaimRatioPercent (the
+	// ColocationPolicy's; 100 when absent): max(0, ratio × Σ Prod requests −
+	// prodPeak). It is the Reclaimable the manager sells Mid from; Mid is
+	// further capped by the policy's threshold and the node's unused
+	// capacity (docs/design/tiers.md).
 	// +optional
 	ProdReclaimable corev1.ResourceList `json:"prodReclaimable,omitempty"`
 	// PredictionTime is when prodPeak was last computed.
@@ -261,6 +288,7 @@ type NodeMetricStatus struct {
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.status.nodeMetric.nodeUsage.cpu`,description="Node CPU usage (cores)"
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.nodeMetric.nodeUsage.memory`,description="Node memory usage"
 // +kubebuilder:printcolumn:name="Prod-Peak-CPU",type=string,JSONPath=`.status.prodPeak.cpu`,description="Predicted Prod CPU peak"
+// +kubebuilder:printcolumn:name="Reclaimable-CPU",type=string,JSONPath=`.status.prodReclaimable.cpu`,description="Prod CPU reclaimable at the policy's reclaim ratio: what Mid CPU is sold from"
 // +kubebuilder:printcolumn:name="Forbid",type=string,JSONPath=`.status.conditions[?(@.type=="ForbidScheduling")].status`,description="Low-priority scheduling forbidden"
 // +kubebuilder:printcolumn:name="Updated",type=date,JSONPath=`.status.updateTime`
 type NodeMetric struct {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
@@ -53,6 +54,10 @@ type Options struct {
 	// AgentEvictionWebhook serves the webhook that lets an agent evict
 	// only pods of its own node.
 	AgentEvictionWebhook bool
+	// DaemonSetPriorityClass, when set, serves the webhook that gives
+	// DaemonSets without a priority class or priority this class on their
+	// pod template (pkg/manager/webhook/daemonset).
+	DaemonSetPriorityClass string
 	// Controllers lists the controllers to run; "*" runs all.
 	Controllers []string
 
@@ -145,7 +150,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits before taking over an unrenewed lease.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before giving up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the lease.")
-	fs.BoolVar(&o.Webhooks, "webhooks", o.Webhooks, "Serve the admission webhooks (colocation profiles, priority-class quota).")
+	fs.BoolVar(&o.Webhooks, "webhooks", o.Webhooks, "Serve the admission webhooks (colocation profiles, priority-class quota, DaemonSet priority).")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server binds; empty binds all.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the webhook server.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with the webhook server's tls.crt and tls.key.")
@@ -164,6 +169,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ColocationWebhookTimeout, "colocation-webhook-timeout", o.ColocationWebhookTimeout, "How long the API server waits for the colocation-profile webhook (1s-30s).")
 	fs.StringSliceVar(&o.CABundleConfigurations, "ca-bundle-configurations", o.CABundleConfigurations, "More webhook configurations (mutating/<name>, validating/<name>) whose CA bundle the manager keeps.")
 	fs.BoolVar(&o.AgentEvictionWebhook, "agent-eviction-webhook", o.AgentEvictionWebhook, "Serve the webhook that refuses a waterline-agent's eviction of a pod on another node than its own (its node-bound token's authentication.kubernetes.io/node-name).")
+	fs.StringVar(&o.DaemonSetPriorityClass, "daemonset-priority-class", o.DaemonSetPriorityClass, "Serve the webhook that gives DaemonSets naming no priority class and no priority this PriorityClass on their pod template (the chart ships waterline-daemonset), so a new DaemonSet is not preempted en masse; empty does not serve it. The chart value webhooks.daemonSetPriority installs its configuration.")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("Controllers to run: * for all, or a list of %v.", knownControllers))
 }
 
@@ -194,6 +200,14 @@ func (o *Options) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("webhook-port"), o.WebhookPort, "must be a port number (1-65535)"))
 		}
 		errs = append(errs, o.validateWebhooks()...)
+	}
+	if o.DaemonSetPriorityClass != "" && !o.Webhooks {
+		errs = append(errs, field.Invalid(field.NewPath("webhooks"), false, "must be true with --daemonset-priority-class"))
+	}
+	if o.DaemonSetPriorityClass != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(o.DaemonSetPriorityClass) {
+			errs = append(errs, field.Invalid(field.NewPath("daemonset-priority-class"), o.DaemonSetPriorityClass, msg))
+		}
 	}
 	if o.AgentEvictionWebhook && !o.Webhooks {
 		errs = append(errs, field.Invalid(field.NewPath("webhooks"), false, "must be true with --agent-eviction-webhook"))

@@ -58,3 +58,15 @@ func TestCommandRefusesBadFlagsAtStart(t *testing.T) {
 		t.Fatalf("Execute() error = %v, want a refusal naming controllers[0]", err)
 	}
 }
+
+func TestValidateDaemonSetPriorityClass(t *testing.T) {
+	o := NewOptions()
+	o.Webhooks = false
+	o.DaemonSetPriorityClass = "Waterline_DaemonSet"
+	msg := o.Validate().ToAggregate().Error()
+	for _, want := range []string{`daemonset-priority-class: Invalid value: "Waterline_DaemonSet"`, "webhooks: Invalid value: false: must be true with --daemonset-priority-class"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("validation error %q does not contain %q", msg, want)
+		}
+	}
+}

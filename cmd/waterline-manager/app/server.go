@@ -30,6 +30,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/manager/nodeqos"
 	"github.com/waterline-dev/waterline/pkg/manager/tiers"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/agentscope"
+	"github.com/waterline-dev/waterline/pkg/manager/webhook/daemonset"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/quota"
 	"github.com/waterline-dev/waterline/pkg/version"
@@ -165,6 +166,12 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 		if opts.AgentEvictionWebhook {
 			mgr.GetWebhookServer().Register(agentscope.Path, &webhook.Admission{Handler: &agentscope.Handler{
 				Pods: mgr.GetClient(), Live: mgr.GetAPIReader(),
+			}})
+		}
+		if opts.DaemonSetPriorityClass != "" {
+			mgr.GetWebhookServer().Register(daemonset.Path, &webhook.Admission{Handler: &daemonset.Handler{
+				Decoder: admission.NewDecoder(mgr.GetScheme()), PriorityClassName: opts.DaemonSetPriorityClass,
+				Classes: mgr.GetClient(),
 			}})
 		}
 		if qc, on := opts.QuotaConfig(); on {

@@ -78,9 +78,14 @@ the peak of the next --horizon from the history so far, and reports
 
   violation rate  share of predictions the real peak of the horizon exceeded
   savings         mean of 1 − prediction ÷ Σ limits (÷ capacity without limits):
-                  the reclaimable share, max(0, Σ limits − prediction) ÷ Σ limits,
-                  with the limits as requests -- the agent's prodReclaimable
-                  ÷ requests, the manager's at a reclaim ratio of 100 %
+                  the reclaimable share max(0, Σ limits − prediction) ÷ Σ limits
+                  with the limits as requests, at a reclaim ratio of 100 % (the
+                  ColocationPolicy's default spec.tiers.reclaimRatioPercent):
+                  the share a NodeMetric's status.prodReclaimable reports and
+                  the manager sells Mid from (before the Mid threshold and the
+                  unused-capacity cap). At a ratio r both report
+                  max(0, r × requests − prediction): per interval savings
+                  − (100 − r) %, or 0, so the mean is at least savings − (100 − r) %
 
 and the same for the peak oracle (the real peak: the most any model can save
 without violations).

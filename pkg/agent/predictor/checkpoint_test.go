@@ -266,7 +266,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Predictor{params: e.p.params, model: e.p.model, modelName: e.p.modelName, bandModel: e.p.bandModel, metrics: e.p.metrics, tracked: map[string]time.Time{}}
+	r := &Predictor{params: e.p.params, model: e.p.model, modelName: e.p.modelName, bandModel: e.p.bandModel, metrics: e.p.metrics, tracked: map[string]time.Time{}, reclaimRatio: e.p.reclaimRatio}
 	if err := r.restoreLocked(got, layouts); err != nil {
 		t.Fatal(err)
 	}

@@ -156,9 +156,12 @@ type Result struct {
 	// ProdRequests is Σ requests of the Prod pods (as the scheduler and
 	// the manager count them: tiers.PodRequests).
 	ProdRequests Amounts
-	// ProdReclaimable is tiers.ReclaimableOf(100, ProdRequests, ProdPeak)
-	// per resource (status.prodReclaimable).
+	// ProdReclaimable is tiers.ReclaimableOf(ReclaimRatioPercent,
+	// ProdRequests, ProdPeak) per resource (status.prodReclaimable).
 	ProdReclaimable Amounts
+	// ReclaimRatioPercent is the NodeMetric's spec.tiers.reclaimRatioPercent
+	// (100 when absent), the ColocationPolicy's ratio.
+	ReclaimRatioPercent int32
 	// BandPeaks is, per band, N-sigma (the policy's N and safety margin)
 	// of the band's own summed usage: what the band as a whole peaks at.
 	// No status field carries it yet; it is for other modules and logs.
@@ -189,12 +192,15 @@ type Predictor struct {
 	mu sync.Mutex
 	// policy is the last predict policy seen (defaulted); params and
 	// model what is in force (the last valid policy's).
-	policy    *v1alpha1.PredictPolicy
-	params    predict.Params
-	model     predict.Predictor
-	bandModel predict.Predictor
-	modelName string
-	halfLife  time.Duration
+	policy *v1alpha1.PredictPolicy
+	// reclaimRatio is the NodeMetric's spec.tiers.reclaimRatioPercent
+	// (the ColocationPolicy's), which status.prodReclaimable is reported at.
+	reclaimRatio int32
+	params       predict.Params
+	model        predict.Predictor
+	bandModel    predict.Predictor
+	modelName    string
+	halfLife     time.Duration
 	// res is nil until the first cycle: the half-life, and so the
 	// layout, comes with the policy.
 	res [len(resourceKinds)]*resourceState
@@ -253,11 +259,12 @@ func New(cfg Config, deps Deps) (*Predictor, error) {
 		return nil, err
 	}
 	p := &Predictor{
-		cfg:     cfg,
-		deps:    deps,
-		metrics: m,
-		tracked: map[string]time.Time{},
-		seen:    map[string]struct{}{},
+		cfg:          cfg,
+		deps:         deps,
+		metrics:      m,
+		tracked:      map[string]time.Time{},
+		reclaimRatio: v1alpha1.DefaultReclaimRatioPercent,
+		seen:         map[string]struct{}{},
 	}
 	return p, nil
 }
@@ -276,6 +283,14 @@ func (p *Predictor) Cycle(ctx context.Context, s *agent.Snapshot) error {
 	defer p.mu.Unlock()
 	if err := p.applyPolicyLocked(logger, s.PredictPolicy()); err != nil {
 		return err
+	}
+	var spec *v1alpha1.NodeMetricSpec
+	if s.NodeMetric != nil {
+		spec = &s.NodeMetric.Spec
+	}
+	if ratio := spec.ReclaimRatioPercent(); ratio != p.reclaimRatio {
+		// Report at the new ratio now, not at the next check.
+		p.reclaimRatio, p.lastCheck = ratio, time.Time{}
 	}
 	checkDue := p.lastCheck.IsZero() || now.Sub(p.lastCheck) >= p.cfg.CheckInterval
 	updateDue := p.fedUntil.IsZero() || now.Sub(p.fedUntil) >= p.cfg.UpdateInterval
@@ -453,11 +468,13 @@ func (p *Predictor) predictLocked(now time.Time) {
 			r.BandPeaks[b].set(i, p.bandModel.Predict(&p.bandInput).Peak)
 		}
 	}
-	// The one definition of reclaimable, at a reclaim ratio of 100 %: the
-	// manager applies its policy's ratio with the same function.
+	// The one definition of reclaimable, at the reclaim ratio the manager
+	// wrote into the NodeMetric's spec from the ColocationPolicy: the
+	// manager sells Mid from the same function at the same ratio.
+	r.ReclaimRatioPercent = p.reclaimRatio
 	r.ProdReclaimable = Amounts{
-		MilliCPU: tiers.ReclaimableOf(100, r.ProdRequests.MilliCPU, r.ProdPeak.MilliCPU),
-		Memory:   tiers.ReclaimableOf(100, r.ProdRequests.Memory, r.ProdPeak.Memory),
+		MilliCPU: tiers.ReclaimableOf(p.reclaimRatio, r.ProdRequests.MilliCPU, r.ProdPeak.MilliCPU),
+		Memory:   tiers.ReclaimableOf(p.reclaimRatio, r.ProdRequests.Memory, r.ProdPeak.Memory),
 	}
 	for id, start := range p.tracked {
 		if now.Sub(start) < p.params.ColdStart || p.res[cpuIndex].prod.Pod(id).IsEmpty() || p.res[memoryIndex].prod.Pod(id).IsEmpty() {

@@ -20,7 +20,7 @@ import (
 )
 
 // ignoreDetail compares results by what the status shows.
-var ignoreDetail = cmpopts.IgnoreFields(Result{}, "Time", "Model", "Message", "BandPeaks")
+var ignoreDetail = cmpopts.IgnoreFields(Result{}, "Time", "Model", "Message", "BandPeaks", "ReclaimRatioPercent")
 
 // TestColdStart: a Prod pod younger than coldStartSeconds, or without
 // usage history, counts at its request; PredictionReady says why.

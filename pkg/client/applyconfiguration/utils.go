@@ -60,6 +60,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apisv1alpha1.NodeMetricSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodeMetricStatus"):
 		return &apisv1alpha1.NodeMetricStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeMetricTiers"):
+		return &apisv1alpha1.NodeMetricTiersApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodeQOS"):
 		return &apisv1alpha1.NodeQOSApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodeQOSSpec"):

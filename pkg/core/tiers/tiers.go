@@ -71,9 +71,10 @@ func Reclaimable(reclaimRatioPercent int32, s ResourceState) int64 {
 // ReclaimableOf is Waterline's one definition of "reclaimable":
 // max(0, reclaimRatio% × requested − peak). The manager sells Mid from it
 // at the policy's reclaim ratio; the agent reports it in a NodeMetric's
-// status.prodReclaimable at 100 % (the agent does not know the policy, and
-// the manager applies the ratio on top); `waterline predict`'s savings
-// ratio is it at 100 %, with the limits as requested, divided by them.
+// status.prodReclaimable at the same ratio, which the manager writes into
+// the NodeMetric's spec.tiers.reclaimRatioPercent; `waterline predict`'s
+// savings ratio is it at 100 %, with the limits as requested, divided by
+// them.
 func ReclaimableOf(reclaimRatioPercent int32, requested, peak int64) int64 {
 	return max(0, requested*int64(reclaimRatioPercent)/100-peak)
 }

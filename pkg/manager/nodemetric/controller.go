@@ -1,5 +1,5 @@
 // Package nodemetric keeps one NodeMetric per Node: created with the Node,
-// deleted with it, and its spec (collect and predict policy) written from
+// deleted with it, and its spec (collect and predict policy, reclaim ratio) written from
 // the ColocationPolicy that governs the node. It never writes a NodeMetric's
 // status: that belongs to the node's agent.
 package nodemetric
@@ -71,7 +71,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	for _, err := range errs {
 		logger.Info("Ignoring a ColocationPolicy", "err", err)
 	}
-	want := v1alpha1.NodeMetricSpec{CollectPolicy: resolved.Collect, PredictPolicy: resolved.Predict}
+	// The reclaim ratio goes with the spec so that the agent reports
+	// status.prodReclaimable at the ratio Mid is sold at.
+	want := v1alpha1.NodeMetricSpec{
+		CollectPolicy: resolved.Collect, PredictPolicy: resolved.Predict,
+		Tiers: &v1alpha1.NodeMetricTiers{ReclaimRatioPercent: resolved.Tiers.ReclaimRatioPercent},
+	}
 
 	nm := &v1alpha1.NodeMetric{}
 	err := r.Client.Get(ctx, types.NamespacedName{Name: node.Name}, nm)

@@ -8,7 +8,10 @@
 // set on the pod by a webhook would not take effect.
 //
 // It never changes a template that names a class or a priority: the
-// owner's choice (system-node-critical, say) wins.
+// owner's choice (system-node-critical, say) wins. On an update it sets the
+// class only when the update changes the pod template anyway: a change of
+// labels or of the update strategy must not roll every pod of an existing
+// DaemonSet out to every node just to add a class.
 package daemonset
 
 import (
@@ -19,11 +22,15 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// Path is where the manager would serve the webhook.
+// Path is where the manager serves the webhook.
 const Path = "/mutate-apps-v1-daemonset-priority"
 
 // DefaultPriorityClassName is the DaemonSet class the chart ships
@@ -37,6 +44,11 @@ type Handler struct {
 	// PriorityClassName is the class to set; DefaultPriorityClassName when
 	// empty.
 	PriorityClassName string
+	// Classes, when set, reads PriorityClasses: a DaemonSet is left
+	// unchanged (with a warning) while the class does not exist, since
+	// kube-apiserver refuses pods that name a missing class and the
+	// DaemonSet would then run no pod at all.
+	Classes client.Reader
 }
 
 var _ admission.Handler = &Handler{}
@@ -53,6 +65,28 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	class, changed := ClassFor(ds, h.PriorityClassName)
 	if !changed {
 		return admission.Allowed("the DaemonSet names its priority")
+	}
+	if h.Classes != nil {
+		err := h.Classes.Get(ctx, client.ObjectKey{Name: class}, &schedulingv1.PriorityClass{})
+		if apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Info("Left a DaemonSet without a priority class: the DaemonSet class does not exist", "daemonSet", klog.KRef(req.Namespace, ds.Name), "priorityClassName", class)
+			return admission.Allowed("").WithWarnings(fmt.Sprintf("PriorityClass %q does not exist: the DaemonSet keeps the default priority", class))
+		}
+		if err != nil {
+			// failurePolicy is Ignore: an error here must not refuse
+			// the DaemonSet either.
+			klog.FromContext(ctx).Error(err, "Reading the DaemonSet class; leaving the DaemonSet unchanged", "daemonSet", klog.KRef(req.Namespace, ds.Name), "priorityClassName", class)
+			return admission.Allowed("").WithWarnings(fmt.Sprintf("reading PriorityClass %q failed: the DaemonSet keeps the default priority", class))
+		}
+	}
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		old := &appsv1.DaemonSet{}
+		if err := h.Decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old DaemonSet: %w", err))
+		}
+		if apiequality.Semantic.DeepEqual(old.Spec.Template, ds.Spec.Template) {
+			return admission.Allowed("the update does not change the pod template: no rollout for the class alone")
+		}
 	}
 	ds.Spec.Template.Spec.PriorityClassName = class
 	raw, err := json.Marshal(ds)

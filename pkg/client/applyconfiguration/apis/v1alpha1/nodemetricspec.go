@@ -28,6 +28,9 @@ type NodeMetricSpecApplyConfiguration struct {
 	CollectPolicy *NodeMetricCollectPolicyApplyConfiguration `json:"collectPolicy,omitempty"`
 	// PredictPolicy configures the Prod peak prediction.
 	PredictPolicy *PredictPolicyApplyConfiguration `json:"predictPolicy,omitempty"`
+	// Tiers is what the agent needs of the policy's tier settings to
+	// report what the manager sells.
+	Tiers *NodeMetricTiersApplyConfiguration `json:"tiers,omitempty"`
 }
 
 // NodeMetricSpecApplyConfiguration constructs a declarative configuration of the NodeMetricSpec type for use with
@@ -49,5 +52,13 @@ func (b *NodeMetricSpecApplyConfiguration) WithCollectPolicy(value *NodeMetricCo
 // If called multiple times, the PredictPolicy field is set to the value of the last call.
 func (b *NodeMetricSpecApplyConfiguration) WithPredictPolicy(value *PredictPolicyApplyConfiguration) *NodeMetricSpecApplyConfiguration {
 	b.PredictPolicy = value
+	return b
+}
+
+// WithTiers sets the Tiers field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Tiers field is set to the value of the last call.
+func (b *NodeMetricSpecApplyConfiguration) WithTiers(value *NodeMetricTiersApplyConfiguration) *NodeMetricSpecApplyConfiguration {
+	b.Tiers = value
 	return b
 }

@@ -41,10 +41,11 @@ type NodeMetricStatusApplyConfiguration struct {
 	// the system), including the safety margin.
 	ProdPeak *corev1.ResourceList `json:"prodPeak,omitempty"`
 	// ProdReclaimable is what the Prod pods requested but are predicted not
-	// to use: max(0, Σ Prod requests − prodPeak), which is Reclaimable at a
-	// reclaim ratio of 100 %. The manager sells Mid from the same formula at
-	// the ColocationPolicy's spec.tiers.reclaimRatioPercent
-	// (docs/design/tiers.md).
+	// to use, at the reclaim ratio of spec.tiers.reclaimRatioPercent (the
+	// ColocationPolicy's; 100 when absent): max(0, ratio × Σ Prod requests −
+	// prodPeak). It is the Reclaimable the manager sells Mid from; Mid is
+	// further capped by the policy's threshold and the node's unused
+	// capacity (docs/design/tiers.md).
 	ProdReclaimable *corev1.ResourceList `json:"prodReclaimable,omitempty"`
 	// PredictionTime is when prodPeak was last computed.
 	PredictionTime *v1.Time `json:"predictionTime,omitempty"`
