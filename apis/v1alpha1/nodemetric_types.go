@@ -38,7 +38,8 @@ const (
 // +kubebuilder:validation:Enum=NSigmaV1;NSigmaV2;BorgDefault;ResourceCentral;PercentilePeak;Max
 type PredictModel string
 
-// Prediction models (seed 003; Bashir et al., EuroSys'21).
+// Prediction models (docs/design/prediction.md#models; the Koordinator node
+// prediction proposal and Bashir et al., EuroSys'21).
 const (
 	// PredictNSigmaV1 predicts mean + N·stdev of the Prod usage of the node.
 	PredictNSigmaV1 PredictModel = "NSigmaV1"
@@ -84,7 +85,8 @@ type NodeMetricCollectPolicy struct {
 	AggregateDurations []metav1.Duration `json:"aggregateDurations,omitempty"`
 }
 
-// PredictPolicy configures the agent's Prod peak prediction (seed 003).
+// PredictPolicy configures the agent's Prod peak prediction
+// (docs/design/prediction.md).
 type PredictPolicy struct {
 	// Model is the peak-prediction model.
 	// +kubebuilder:default=NSigmaV2

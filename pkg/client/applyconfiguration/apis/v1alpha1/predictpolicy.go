@@ -25,7 +25,8 @@ import (
 // PredictPolicyApplyConfiguration represents a declarative configuration of the PredictPolicy type for use
 // with apply.
 //
-// PredictPolicy configures the agent's Prod peak prediction (seed 003).
+// PredictPolicy configures the agent's Prod peak prediction
+// (docs/design/prediction.md).
 type PredictPolicyApplyConfiguration struct {
 	// Model is the peak-prediction model.
 	Model *apisv1alpha1.PredictModel `json:"model,omitempty"`
