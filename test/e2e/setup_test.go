@@ -190,7 +190,9 @@ func (s *system) install(t *testing.T) {
 	if err := os.WriteFile(s.valuesFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.c.Helm(t, "install", release, testutil.ChartDir(), "-n", agentNamespace, "--create-namespace", "-f", s.valuesFile)
+	// The test cluster has the CRDs already (the harness installs them from
+	// config/crd, the chart's crds/ are the same files).
+	s.c.Helm(t, "install", release, testutil.ChartDir(), "-n", agentNamespace, "--create-namespace", "--skip-crds", "-f", s.valuesFile)
 	s.waitManagerReady(t)
 	pod := s.waitAgentReady(t, "")
 	t.Logf("helm install: manager and agent pod %s Ready on %s in %v", pod.Name, pod.Spec.NodeName, time.Since(begin).Round(100*time.Millisecond))

@@ -143,7 +143,7 @@ func cgroupDirs(cg string) []string {
 }
 
 // StartRealNode starts containerd and kubelet for a node named after
-// prefix, imports the busybox, pause, agent and manager images, and returns once the
+// prefix, imports the busybox, pause, agent, manager and CLI images, and returns once the
 // node is Ready. The test's cleanup stops everything (see Stop). The
 // cluster must allow pods with a ServiceAccount token only if the test
 // needs one.
@@ -170,7 +170,7 @@ func (c *Cluster) StartRealNode(t testing.TB, prefix string) *RealNode {
 	// running node.
 	ctx := context.Background()
 	images, err := imagetar.BuildSet(ctx, imagetar.SetOptions{
-		RepoRoot: RepoRoot(), OutDir: filepath.Join(BinDir(), "images"), Binaries: []string{"waterline-agent", "waterline-manager"},
+		RepoRoot: RepoRoot(), OutDir: filepath.Join(BinDir(), "images"), Binaries: []string{"waterline", "waterline-agent", "waterline-manager"},
 	})
 	if err != nil {
 		t.Fatalf("Building the node's images: %v", err)
