@@ -24,7 +24,7 @@ TEST_PARALLEL ?= 4
 ##@ Try it
 
 .PHONY: demo
-demo: ## Simulate a day of a 100-node cluster with plain Kubernetes, Waterline and evict-all; prints the summary and the report's path
+demo: ## Simulate a day of a 100-node cluster with plain Kubernetes (two ways) and Waterline; prints the summary and the report's path
 	$(GO) run ./cmd/waterline sim --out _output/demo
 
 .PHONY: local-up

@@ -56,8 +56,8 @@ func BandForPriority(priority int32) (Band, bool) {
 }
 
 // IsLowPriority reports whether node QoS may throttle or evict pods of the
-// band: Batch and Free only (seed 002: the waterlines exist only for
-// low-priority pods).
+// band: Batch and Free only (the node waterlines exist only for low-priority
+// pods; docs/design/node-qos.md#protected-pods).
 func (b Band) IsLowPriority() bool { return b == BandBatch || b == BandFree }
 
 // TierResources returns the extended resources pods of the band request

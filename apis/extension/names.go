@@ -51,7 +51,7 @@ const (
 	AnnotationOriginalResources = Domain + "/original-resources"
 )
 
-// PriorityClass annotations (seed 004).
+// PriorityClass annotations (docs/design/preemption.md#nonpreemptible).
 const (
 	// AnnotationPreemptionPolicy set to PreemptionPolicyNonPreemptible makes
 	// running pods of the class immune to preemption, except by pods at or

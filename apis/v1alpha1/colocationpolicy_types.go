@@ -8,8 +8,8 @@ import (
 // other policy selects.
 const DefaultColocationPolicyName = "default"
 
-// TierPolicy says how much of a node is sold as Mid and Batch tier
-// resources (seed 003).
+// TierPolicy says how much of a node is sold as Mid and Batch tier resources
+// (docs/design/tiers.md).
 type TierPolicy struct {
 	// Enabled turns the Mid and Batch allocatable on. When false the manager
 	// sets both to zero on the selected nodes.
@@ -36,8 +36,14 @@ type TierPolicy struct {
 	// +kubebuilder:default=100
 	// +optional
 	ReclaimRatioPercent *int32 `json:"reclaimRatioPercent,omitempty"`
-	// MidIncludeUnallocated adds what no Prod pod requested to Mid (seed
-	// 003's mixed variant): an idle node can then run Mid pods.
+	// MidIncludeUnallocated would add what no Prod pod requested to Mid
+	// (the mixed variant of docs/design/tiers.md). It is refused: the
+	// variant is only safe when Prod pods can preempt Mid pods once the
+	// mixed allocatable is exhausted, and Mid pods ask for
+	// waterline.dev/mid-* resources that Prod pods never compete for, so
+	// no preemption would fire. It stays in the API for when BandPreemption
+	// implements that.
+	// +kubebuilder:validation:XValidation:rule="!self",message="midIncludeUnallocated (the mixed Mid variant) is not supported yet: it is only safe if Prod pods can preempt Mid pods when the mixed allocatable is exhausted, which BandPreemption does not do; leave it false"
 	// +optional
 	MidIncludeUnallocated bool `json:"midIncludeUnallocated,omitempty"`
 	// BatchCPUThresholdPercent: Batch CPU = max(0, Allocatable × threshold%

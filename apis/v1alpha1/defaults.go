@@ -22,6 +22,7 @@ const (
 	DefaultHalfLifeSeconds              int64 = 12 * 3600
 	DefaultColdStartSeconds             int64 = 3600
 	DefaultSafetyMarginPercent          int32 = 10
+	DefaultBorgOvercommitPercent        int32 = 110
 	DefaultResourceDiffThresholdPercent int64 = 5
 	DefaultForceUpdateSeconds           int64 = 600
 
@@ -87,6 +88,7 @@ func PredictPolicyWithDefaults(in *PredictPolicy) *PredictPolicy {
 	setDefault(&out.HalfLifeSeconds, DefaultHalfLifeSeconds)
 	setDefault(&out.ColdStartSeconds, DefaultColdStartSeconds)
 	setDefault(&out.SafetyMarginPercent, DefaultSafetyMarginPercent)
+	setDefault(&out.BorgOvercommitPercent, DefaultBorgOvercommitPercent)
 	setDefault(&out.ResourceDiffThresholdPercent, DefaultResourceDiffThresholdPercent)
 	setDefault(&out.ForceUpdateSeconds, DefaultForceUpdateSeconds)
 	return out

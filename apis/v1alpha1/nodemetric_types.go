@@ -125,7 +125,18 @@ type PredictPolicy struct {
 	// +kubebuilder:default=3600
 	// +optional
 	ColdStartSeconds *int64 `json:"coldStartSeconds,omitempty"`
-	// SafetyMarginPercent is added on top of the predicted peak.
+	// BorgOvercommitPercent is the BorgDefault model's over-commit rate a,
+	// in percent: the predicted peak is Σ requests ÷ (this / 100). The
+	// safety margin is not added to it: a is the margin the operator
+	// chose.
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:default=110
+	// +optional
+	BorgOvercommitPercent *int32 `json:"borgOvercommitPercent,omitempty"`
+	// SafetyMarginPercent is added on top of the peak the usage-based
+	// models (NSigmaV1, NSigmaV2, ResourceCentral, PercentilePeak)
+	// predict; BorgDefault, which reads no usage, takes none.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +kubebuilder:default=10
@@ -219,7 +230,10 @@ type NodeMetricStatus struct {
 	// +optional
 	ProdPeak corev1.ResourceList `json:"prodPeak,omitempty"`
 	// ProdReclaimable is what the Prod pods requested but are predicted not
-	// to use: max(0, Σ Prod requests − prodPeak).
+	// to use: max(0, Σ Prod requests − prodPeak), which is Reclaimable at a
+	// reclaim ratio of 100 %. The manager sells Mid from the same formula at
+	// the ColocationPolicy's spec.tiers.reclaimRatioPercent
+	// (docs/design/tiers.md).
 	// +optional
 	ProdReclaimable corev1.ResourceList `json:"prodReclaimable,omitempty"`
 	// PredictionTime is when prodPeak was last computed.

@@ -740,6 +740,11 @@ func (in *PredictPolicy) DeepCopyInto(out *PredictPolicy) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.BorgOvercommitPercent != nil {
+		in, out := &in.BorgOvercommitPercent, &out.BorgOvercommitPercent
+		*out = new(int32)
+		**out = **in
+	}
 	if in.SafetyMarginPercent != nil {
 		in, out := &in.SafetyMarginPercent, &out.SafetyMarginPercent
 		*out = new(int32)

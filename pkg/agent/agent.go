@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -28,6 +29,11 @@ type Snapshot struct {
 	Node *corev1.Node
 	// Pods are the node's pods that have not finished.
 	Pods []*corev1.Pod
+	// PodsComplete says Pods is the node's whole pod list (the informers
+	// synced, or the node's own snapshot of them stands in): a pod not in
+	// it is not on the node. Modules only drop what a pod left behind when
+	// it is set.
+	PodsComplete bool
 	// NodeMetric is the node's NodeMetric, nil until it exists. Its spec
 	// carries the collect and predict policy; use CollectPolicy and
 	// PredictPolicy, which fill the defaults.
@@ -85,6 +91,14 @@ type Agent struct {
 	interval  time.Duration
 	modules   []CycleModule
 
+	// refs is the cycle's pod list as the collector takes it, reused;
+	// refCache keeps each pod's PodRef while its object is the same
+	// (informer objects are replaced, never changed, on update), so a
+	// cycle builds refs only for pods that changed.
+	refs     []collector.PodRef
+	refCache map[types.UID]cachedRef
+	cycleN   uint64
+
 	reportRequests chan struct{}
 	// OnCycle, when set, is called after every cycle with its duration
 	// and error count; the command uses it for metrics and readiness.
@@ -103,7 +117,38 @@ func New(states *States, c *collector.Collector, mc *metriccache.Cache, clk cloc
 		clock:          clk,
 		interval:       interval,
 		reportRequests: make(chan struct{}, 1),
+		refCache:       map[types.UID]cachedRef{},
 	}
+}
+
+type cachedRef struct {
+	pod   *corev1.Pod
+	ref   collector.PodRef
+	cycle uint64
+}
+
+// podRefs returns the collector's view of pods, reusing the refs of pods
+// whose object did not change: a quiet node allocates nothing here.
+func (a *Agent) podRefs(pods []*corev1.Pod) []collector.PodRef {
+	a.cycleN++
+	a.refs = a.refs[:0]
+	for _, p := range pods {
+		c, ok := a.refCache[p.UID]
+		if !ok || c.pod != p {
+			c = cachedRef{pod: p, ref: collector.PodRefOf(p)}
+		}
+		c.cycle = a.cycleN
+		a.refCache[p.UID] = c
+		a.refs = append(a.refs, c.ref)
+	}
+	if len(a.refCache) > len(pods) {
+		for uid, c := range a.refCache {
+			if c.cycle != a.cycleN {
+				delete(a.refCache, uid)
+			}
+		}
+	}
+	return a.refs
 }
 
 // Add appends a module; modules cycle in the order added.
@@ -167,11 +212,7 @@ func (a *Agent) Cycle(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	start := a.clock.Now()
 	pods := a.states.Pods()
-	refs := make([]collector.PodRef, len(pods))
-	for i, p := range pods {
-		refs[i] = collector.PodRefOf(p)
-	}
-	sample, err := a.collector.Collect(ctx, refs)
+	sample, err := a.collector.Collect(ctx, a.podRefs(pods))
 	if err != nil {
 		logger.Error(err, "Collecting node usage")
 		return
@@ -180,13 +221,14 @@ func (a *Agent) Cycle(ctx context.Context) {
 		logger.V(2).Info("Metric cache refused the sample", "err", err)
 	}
 	snap := &Snapshot{
-		Time:       sample.Time,
-		Sample:     sample,
-		Cache:      a.cache,
-		Node:       a.states.Node(),
-		Pods:       pods,
-		NodeMetric: a.states.NodeMetric(),
-		NodeQOSes:  a.states.NodeQOSes(),
+		Time:         sample.Time,
+		Sample:       sample,
+		Cache:        a.cache,
+		Node:         a.states.Node(),
+		Pods:         pods,
+		PodsComplete: a.states.PodsComplete(),
+		NodeMetric:   a.states.NodeMetric(),
+		NodeQOSes:    a.states.NodeQOSes(),
 	}
 	failed := 0
 	for _, m := range a.modules {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,11 +26,15 @@ import (
 // watch to one node's objects; the agent does so itself with field
 // selectors (spec.nodeName for pods, metadata.name for its Node and
 // NodeMetric). Events are the agent's and its modules' (recorded by the
-// command's recorder); pods/eviction is the QoS executor's.
+// command's recorder); pods/eviction is the QoS executor's, and so is pod
+// delete: memory relief deletes a pod whose eviction a PodDisruptionBudget
+// refused, as kubelet's own eviction would. DaemonSet get tells an
+// uninstall (its DaemonSet gone) from a restart on SIGTERM.
 //
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=waterline.dev,resources=nodemetrics,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=waterline.dev,resources=nodemetrics/status,verbs=get;update;patch
@@ -49,6 +54,13 @@ type States struct {
 	nodes corelisters.NodeLister
 	nms   wllisters.NodeMetricLister
 	qoses wllisters.NodeQOSLister
+
+	// synced is set once the informers have synced; until then the
+	// States answer from snap, the node snapshot a previous run saved,
+	// when there is one (see UseSnapshot).
+	synced   atomic.Bool
+	snap     *nodeSnapshot
+	snapPath string
 }
 
 // NewStates builds the informers; Start runs them.
@@ -86,6 +98,30 @@ func stripManagedFields(obj any) (any, error) {
 
 // Start starts the informers and waits until they have synced or ctx ends.
 func (s *States) Start(ctx context.Context) error {
+	if err := s.start(ctx); err != nil {
+		return err
+	}
+	s.synced.Store(true)
+	return nil
+}
+
+// StartInBackground starts the informers and returns at once; onSynced is
+// called once they have synced (never, if ctx ends first). Until then the
+// States answer from the node snapshot, if UseSnapshot loaded one, so that
+// the loop can protect the node while the API server cannot be reached.
+func (s *States) StartInBackground(ctx context.Context, onSynced func()) {
+	go func() {
+		if err := s.start(ctx); err != nil {
+			return
+		}
+		s.synced.Store(true)
+		if onSynced != nil {
+			onSynced()
+		}
+	}()
+}
+
+func (s *States) start(ctx context.Context) error {
 	for _, f := range []interface{ Start(<-chan struct{}) }{s.podFactory, s.nodeFactory, s.nmFactory, s.qosFactory} {
 		f.Start(ctx.Done())
 	}
@@ -114,6 +150,9 @@ func (s *States) NodeName() string { return s.nodeName }
 
 // Node returns the agent's Node, or nil before it exists.
 func (s *States) Node() *corev1.Node {
+	if s.fromSnapshot() {
+		return s.snap.Node
+	}
 	n, err := s.nodes.Get(s.nodeName)
 	if err != nil {
 		return nil
@@ -124,6 +163,9 @@ func (s *States) Node() *corev1.Node {
 // Pods returns the pods bound to the node that have not finished. The
 // objects are the informer's: read-only.
 func (s *States) Pods() []*corev1.Pod {
+	if s.fromSnapshot() {
+		return s.snap.Pods
+	}
 	all, _ := s.pods.List(labels.Everything())
 	out := all[:0:0]
 	for _, p := range all {
@@ -136,6 +178,9 @@ func (s *States) Pods() []*corev1.Pod {
 
 // NodeMetric returns the node's NodeMetric, or nil before it exists.
 func (s *States) NodeMetric() *v1alpha1.NodeMetric {
+	if s.fromSnapshot() {
+		return s.snap.NodeMetric
+	}
 	nm, err := s.nms.Get(s.nodeName)
 	if err != nil {
 		return nil
@@ -146,6 +191,9 @@ func (s *States) NodeMetric() *v1alpha1.NodeMetric {
 // NodeQOSes returns every NodeQOS; which select the node is the QoS core's
 // decision (qos.SelectNodeQOS).
 func (s *States) NodeQOSes() []*v1alpha1.NodeQOS {
+	if s.fromSnapshot() {
+		return s.snap.NodeQOSes
+	}
 	all, _ := s.qoses.List(labels.Everything())
 	return all
 }

@@ -1,10 +1,10 @@
-// Package audit is `waterline audit preemption`: before preemption is
-// switched on (seed 004 recommends running with it off until every pod has
-// a priority), it reports what would surprise the cluster's owners -- pods
-// without a priority, PriorityClasses with globalDefault, DaemonSets below
-// the DaemonSet class, malformed Waterline annotations -- and dry-runs the
-// scheduler's preemption for every pending pod with the same victim rules
-// the BandPreemption plugin uses (pkg/core/preemption).
+// Package audit is `waterline audit preemption`: before preemption is switched
+// on (docs/design/preemption.md#safe-rollout runs with it off until every pod
+// has a priority), it reports what would surprise the cluster's owners -- pods
+// without a priority, PriorityClasses with globalDefault, DaemonSets below the
+// DaemonSet class, malformed Waterline annotations -- and dry-runs the
+// scheduler's preemption for every pending pod with the same victim rules the
+// BandPreemption plugin uses (pkg/core/preemption).
 //
 // It reads the cluster and never writes to it: no eviction, no patch, no
 // Event. Its output is deterministic for a given cluster state.

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/agent/resctl"
+	"github.com/waterline-dev/waterline/pkg/agent/tierlimits"
 	"github.com/waterline-dev/waterline/pkg/core/loadaware"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/core/tiers"
@@ -75,12 +77,12 @@ func (r *run) nodeQoS(n *node) {
 
 func (r *run) qosInterval() time.Duration { return r.cfg.QoSInterval }
 
-// widen is evict-all's agent, the behaviour before seed 000's precise
-// action: once the precise plan says a breach needs throttling, every
-// Batch/Free pod is throttled to its floor; once it needs an eviction,
-// every Batch/Free pod is evicted. It returns what that releases, for the
-// over-action ratio: for throttling, Σ min(usage, current quota) − floor;
-// for eviction, Σ usage of the metric (Σ CPU request for the
+// widen is evict-all's agent, the behaviour before precise action
+// (docs/design/node-qos.md#precise-action): once the precise plan says a breach
+// needs throttling, every Batch/Free pod is throttled to its floor; once it
+// needs an eviction, every Batch/Free pod is evicted. It returns what that
+// releases, for the over-action ratio: for throttling, Σ min(usage, current
+// quota) − floor; for eviction, Σ usage of the metric (Σ CPU request for the
 // satisfaction-based CPU eviction).
 func (r *run) widen(n *node, plan *qos.Plan) *widening {
 	w := &widening{evictReleased: map[qos.MetricName]int64{}}
@@ -226,7 +228,47 @@ func (r *run) report(n *node) {
 	if ok, _ := tiers.ShouldUpdate(n.resolved.Tiers, n.spec.CPUMilli, n.spec.MemoryBytes, n.published, res.Allocatable); ok {
 		n.published = res.Allocatable.ResourceList()
 		n.alloc[resMidCPU], n.alloc[resMidMemory] = res.MidCPU, res.MidMemory
+		if n.alloc[resBatchCPU] != res.BatchCPU {
+			n.bandDirty = true
+		}
 		n.alloc[resBatchCPU], n.alloc[resBatchMemory] = res.BatchCPU, res.BatchMemory
+	}
+}
+
+// splitBandCaps is the agent's Batch band cap (pkg/agent/tierlimits): the
+// node's Batch pods together may not use more CPU than the Batch
+// allocatable the manager published; tiers.BandCaps splits it among them
+// by request, within their limits, and each pod's share caps its CPU.
+// Pods QoS protects keep their own limit, taken off the allocatable first.
+func (r *run) splitBandCaps(n *node) {
+	n.bandDirty = false
+	if !r.policy.colocated() {
+		return
+	}
+	members, idx := r.bandMembers[:0], r.bandIdx[:0]
+	var reserved int64
+	for i, p := range n.pods {
+		h := &n.hot[i]
+		h.bandCap = 0
+		if p.req[resBatchCPU] <= 0 {
+			continue
+		}
+		if !p.candidate {
+			reserved += max(h.cpuLimit, p.req[resBatchCPU])
+			continue
+		}
+		members = append(members, tiers.BandMember{RequestMilli: p.req[resBatchCPU], LimitMilli: h.cpuLimit})
+		idx = append(idx, i)
+	}
+	r.bandMembers, r.bandIdx = members, idx
+	if len(members) == 0 || !*r.cfg.BandCap {
+		return
+	}
+	caps := tiers.BandCaps(n.alloc[resBatchCPU]-reserved, members, tierlimits.DefaultBandCapFloorPercent, resctl.MinQuotaMilli)
+	for j, c := range caps {
+		if m := members[j]; m.LimitMilli == 0 || c < m.LimitMilli {
+			n.hot[idx[j]].bandCap = c
+		}
 	}
 }
 

@@ -26,25 +26,40 @@ const (
 	// jobs ask for cpu and memory like everyone, nothing is over-committed
 	// and nothing watches node usage.
 	PolicyK8sDefault Policy = "k8s-default"
+	// PolicyK8sBestEffort is plain Kubernetes with Batch jobs asking for
+	// no CPU (no CPU request, no CPU limit; memory as in k8s-default): the
+	// scheduler counts only their memory, and kubelet gives them
+	// cpu.shares 2, so they fill every idle core and yield it to pods that
+	// request CPU. Mid jobs ask for cpu and memory as in k8s-default. It
+	// is the strongest plain-Kubernetes way to fill idle CPU, and what
+	// Waterline must be held against.
+	PolicyK8sBestEffort Policy = "k8s-besteffort"
 	// PolicyWaterline is Waterline: pods queue by priority band, the
 	// colocation profiles turn Batch and Mid jobs into tier pods, the
 	// scheduler adds LoadAware to the fit, the manager sells Mid and Batch
 	// tier resources from predictions and real use, and each node's QoS
 	// forbids scheduling, throttles and evicts Batch pods precisely.
 	PolicyWaterline Policy = "waterline"
-	// PolicyEvictAll is Waterline whose node QoS, at a breach, acts on
-	// every Batch pod of the node -- throttles all of them to their floor,
-	// evicts all of them -- as agents did before seed 000's precise
-	// action: the baseline for over-action.
+	// PolicyEvictAll is Waterline whose node QoS, at a breach, acts on every
+	// Batch pod of the node -- throttles all of them to their floor, evicts all
+	// of them -- as agents did before precise action
+	// (docs/design/node-qos.md#precise-action): the baseline for over-action.
 	PolicyEvictAll Policy = "evict-all"
 )
 
 // Policies lists every policy, in the order reports show them.
-var Policies = []Policy{PolicyK8sDefault, PolicyWaterline, PolicyEvictAll}
+var Policies = []Policy{PolicyK8sDefault, PolicyK8sBestEffort, PolicyWaterline, PolicyEvictAll}
+
+// DefaultPolicies are the policies a Config without Policies compares:
+// both plain-Kubernetes baselines and Waterline.
+var DefaultPolicies = []Policy{PolicyK8sDefault, PolicyK8sBestEffort, PolicyWaterline}
 
 // colocated reports whether the policy runs Waterline's tiers, LoadAware,
 // prediction and node QoS.
-func (p Policy) colocated() bool { return p != PolicyK8sDefault }
+func (p Policy) colocated() bool { return p != PolicyK8sDefault && p != PolicyK8sBestEffort }
+
+// Baseline reports whether the policy is plain Kubernetes.
+func (p Policy) Baseline() bool { return !p.colocated() }
 
 // EvictedWork says what becomes of the work of an evicted job.
 type EvictedWork string
@@ -64,7 +79,7 @@ const (
 // and Validate returns every bad field.
 type Config struct {
 	// Policies are compared on the same workload, each in its own
-	// goroutine. Default: every policy (Policies).
+	// goroutine. Default: DefaultPolicies.
 	Policies []Policy
 	// Step is the simulated time between two steps: usage is computed,
 	// pending pods are scheduled and node QoS may act once per step. In
@@ -110,6 +125,13 @@ type Config struct {
 	// EvictedWork is what an evicted job's new pod starts from: restart
 	// or continue. Default restart.
 	EvictedWork EvictedWork
+	// BandCap says whether node agents cap the Batch band as a whole at
+	// the node's Batch allocatable (pkg/agent/tierlimits; the agent's
+	// default is on). Default true.
+	BandCap *bool
+	// Harm is the model of what co-running work costs the online (Prod)
+	// services. Default DefaultHarm().
+	Harm *Harm
 	// ChartPoints is how many points the time series of the result have,
 	// in [2, 10000]. Default 288 (5 minutes each over 24 h).
 	ChartPoints int
@@ -127,15 +149,16 @@ const (
 	NamespaceBatch  = "batch"
 )
 
-// DefaultLoadAwareSpec returns LoadAware's default args (seed 001, as the
-// scheduler defaults them: loadaware.DefaultSpec).
+// DefaultLoadAwareSpec returns LoadAware's default args
+// (docs/design/loadaware.md#args-and-defaults, as the scheduler defaults them:
+// loadaware.DefaultSpec).
 func DefaultLoadAwareSpec() loadaware.Spec { return loadaware.DefaultSpec() }
 
-// DefaultNodeQOS returns the simulation's NodeQOS: for every node, CPU
-// forbid scheduling and throttle at 70 % (seed 002: production merges the
-// two lines), restore at 60 %, evict (satisfaction-based) at 80 %; memory
-// forbid scheduling at 85 % and evict at 90 %; everything else at the API
-// defaults.
+// DefaultNodeQOS returns the simulation's NodeQOS: for every node, CPU forbid
+// scheduling and throttle at 70 % (production merges the two lines,
+// docs/design/node-qos.md#the-three-waterlines), restore at 60 %, evict
+// (satisfaction-based) at 80 %; memory forbid scheduling at 85 % and evict at
+// 90 %; everything else at the API defaults.
 func DefaultNodeQOS() []v1alpha1.NodeQOS {
 	return []v1alpha1.NodeQOS{{
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
@@ -192,7 +215,7 @@ func DefaultPriorityClasses() []colocation.PriorityClass {
 // default.
 func (c Config) WithDefaults() Config {
 	if len(c.Policies) == 0 {
-		c.Policies = slices.Clone(Policies)
+		c.Policies = slices.Clone(DefaultPolicies)
 	}
 	if c.Step == 0 {
 		c.Step = 10 * time.Second
@@ -223,6 +246,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ChartPoints == 0 {
 		c.ChartPoints = 288
+	}
+	if c.Harm == nil {
+		c.Harm = ptr.To(DefaultHarm())
+	}
+	if c.BandCap == nil {
+		c.BandCap = ptr.To(true)
 	}
 	return c
 }
@@ -274,6 +303,9 @@ func (c *Config) Validate() field.ErrorList {
 	}
 	if c.EvictedWork != EvictedWorkRestart && c.EvictedWork != EvictedWorkContinue {
 		errs = append(errs, field.NotSupported(root.Child("evictedWork"), c.EvictedWork, []EvictedWork{EvictedWorkRestart, EvictedWorkContinue}))
+	}
+	if c.Harm != nil {
+		errs = append(errs, c.Harm.validate(root.Child("harm"))...)
 	}
 	if c.ChartPoints < 2 || c.ChartPoints > 10000 {
 		errs = append(errs, field.Invalid(root.Child("chartPoints"), c.ChartPoints, "must be in [2, 10000]"))

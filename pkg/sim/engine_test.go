@@ -205,15 +205,17 @@ func TestThrottleThenEvict(t *testing.T) {
 
 // TestPreciseVersusEvictAll puts two 800m Batch jobs X and Y beside web on
 // node-a (Batch tier 1600m) and makes web go from 1 to 1.9 cores at
-// step 30: node CPU 1900 + 1600 = 3500m, 700m over the throttle line.
-// Throttling X from 800m to 100m closes the gap (floor 80m): the precise
-// agent leaves Y alone; evict-all's throttles both to their floor.
+// step 30. The report at step 30 lowers the Batch allocatable to 1570m
+// (below the 1600m X and Y request), so the agent's band cap holds each to
+// 785m from step 31: node CPU 1900 + 1570 = 3470m, 670m over the throttle
+// line. Throttling X from 785m to 115m closes the gap (floor 80m): the
+// precise agent leaves Y alone; evict-all's throttles both to their floor.
 func TestPreciseVersusEvictAll(t *testing.T) {
 	tests := []struct {
 		policy Policy
 		want   map[string]int64
 	}{
-		{PolicyWaterline, map[string]int64{"A": 100, "B": qos.NoQuota}},
+		{PolicyWaterline, map[string]int64{"A": 115, "B": qos.NoQuota}},
 		{PolicyEvictAll, map[string]int64{"A": 80, "B": 80}},
 		{PolicyK8sDefault, map[string]int64{"A": qos.NoQuota, "B": qos.NoQuota}},
 	}

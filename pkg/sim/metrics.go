@@ -21,11 +21,15 @@ type collector struct {
 	utilSum             float64
 	nodeSteps           int64
 	prodNodeSteps, over int64
-	shortfallMilli      int64 // millicore-steps
-	throttledMilli      int64 // millicore-steps
-	predSteps, violated int64
-	evictions, ooms     int64
-	breaches, acted     int64
+	// Prod pod-steps, those over their SLO, and Σ latency factor × pods.
+	prodPodSteps, sloViolated int64
+	latencySum                float64
+	sloCurve                  [len(SLOFactors)]int64
+	shortfallMilli            int64 // millicore-steps
+	throttledMilli            int64 // millicore-steps
+	predSteps, violated       int64
+	evictions, ooms           int64
+	breaches, acted           int64
 	// Released and needed over breaches, per unit: CPU (millicores) and
 	// memory (bytes).
 	cpuReleased, cpuNeeded int64
@@ -45,6 +49,7 @@ type collector struct {
 type stepAcc struct {
 	cpu, capacity                        float64
 	prodNodes, over                      float64
+	prodPods, sloViolated                float64
 	prod, batch, mid                     float64
 	batchAlloc, batchReq                 float64
 	throttledPods, throttledCPU, pending float64
@@ -55,6 +60,8 @@ func (a *stepAcc) add(o *stepAcc) {
 	a.capacity += o.capacity
 	a.prodNodes += o.prodNodes
 	a.over += o.over
+	a.prodPods += o.prodPods
+	a.sloViolated += o.sloViolated
 	a.prod += o.prod
 	a.batch += o.batch
 	a.mid += o.mid
@@ -78,7 +85,7 @@ func newCollector(r *run) *collector {
 }
 
 // node records one node's step.
-func (c *collector) node(n *node, throttledMilli, shortfallMilli int64) {
+func (c *collector) node(n *node, throttledMilli, shortfallMilli, violating, starved int64, latency float64) {
 	capacity := n.spec.CPUMilli
 	util := float64(n.usageCPU) / float64(capacity)
 	c.utilSum += util
@@ -90,6 +97,18 @@ func (c *collector) node(n *node, throttledMilli, shortfallMilli int64) {
 	s.cpu += float64(n.usageCPU)
 	s.capacity += float64(capacity)
 	if n.prodPods > 0 {
+		c.prodPodSteps += n.prodPods
+		c.sloViolated += violating
+		c.latencySum += latency * float64(n.prodPods)
+		for i, f := range SLOFactors {
+			if latency > f {
+				c.sloCurve[i] += n.prodPods
+			} else {
+				c.sloCurve[i] += starved
+			}
+		}
+		s.prodPods += float64(n.prodPods)
+		s.sloViolated += float64(violating)
 		c.prodNodeSteps++
 		s.prodNodes++
 		if n.usageCPU > n.evictLine {
@@ -136,6 +155,7 @@ func (c *collector) flushPoint() {
 	s.Hours = append(s.Hours, float64(first)*c.r.cfg.Step.Hours())
 	s.CPUPercent = append(s.CPUPercent, 100*p.cpu/max(p.capacity, 1))
 	s.ProdContentionPercent = append(s.ProdContentionPercent, 100*p.over/max(p.prodNodes, 1))
+	s.ProdSLOViolationPercent = append(s.ProdSLOViolationPercent, 100*p.sloViolated/max(p.prodPods, 1))
 	s.ProdCores = append(s.ProdCores, p.prod/1000/k)
 	s.BatchCores = append(s.BatchCores, p.batch/1000/k)
 	s.MidCores = append(s.MidCores, p.mid/1000/k)
@@ -231,6 +251,8 @@ func (c *collector) finish() Summary {
 		P95CPUPercent:            c.utilPercentile(0.95),
 		ProdContentionPercent:    100 * float64(c.over) / float64(max(c.prodNodeSteps, 1)),
 		ProdShortfallCoreSeconds: float64(c.shortfallMilli) * stepSec / 1000,
+		ProdSLOViolationPercent:  100 * float64(c.sloViolated) / float64(max(c.prodPodSteps, 1)),
+		ProdLatencyFactorMean:    c.latencySum / float64(max(c.prodPodSteps, 1)),
 		Evictions:                c.evictions,
 		EvictionsPerNodeHour:     float64(c.evictions) / (float64(len(r.nodes)) * hours),
 		OOMKills:                 c.ooms,
@@ -238,8 +260,12 @@ func (c *collector) finish() Summary {
 		QoSBreaches:              c.breaches,
 		PodsActed:                c.acted,
 		Batch:                    c.batch.stats(stepSec),
+		Harm:                     *r.cfg.Harm,
 		Mid:                      c.mid.stats(stepSec),
 		PendingAtEnd:             r.queue.size,
+	}
+	for i, f := range SLOFactors {
+		s.ProdSLOCurve = append(s.ProdSLOCurve, SLOPoint{Factor: f, ViolationPercent: 100 * float64(c.sloCurve[i]) / float64(max(c.prodPodSteps, 1))})
 	}
 	if c.cpuNeeded > 0 {
 		v := float64(c.cpuReleased) / float64(c.cpuNeeded)

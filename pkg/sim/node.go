@@ -67,9 +67,8 @@ const (
 	nonZeroMemory   = 200 * 1024 * 1024
 )
 
-// tier orders pods for CPU under contention: Prod first, then Mid, then
-// Batch and Free, each tier sharing what the ones before left in
-// proportion to demand.
+// tier is the band a pod's usage is reported under: Prod, Mid, or Batch
+// and Free.
 type tier uint8
 
 const (
@@ -108,6 +107,7 @@ type podHot struct {
 	work        int64 // millicore-seconds
 	cpuLimit    int64 // millicores, tier limits counted; 0 is none
 	quota       int64 // CPU quota node QoS holds the pod at (qos.NoQuota: none)
+	bandCap     int64 // the agent's Batch band cap of the pod (0: none)
 	wantCPU     int64 // this step: demand capped at the limit
 	allowedCPU  int64 // ... and at the quota
 	usageCPU    int64 // ... and shared under contention
@@ -115,8 +115,13 @@ type podHot struct {
 	done        int64 // work done so far, millicore-seconds (jobs)
 	avgSum      int64 // Σ usageCPU, for the NodeMetric's averages
 	avgSteps    int64
-	tier        tier
-	kind        kind
+	// shares are the pod's cpu.shares as kubelet writes them from its CPU
+	// request (2 without one), 0 for a BestEffort pod: it lives in the
+	// besteffort cgroup, where beShares weigh it (the agent's shares from
+	// its tier request, or 2).
+	shares, beShares int64
+	tier             tier
+	kind             kind
 }
 
 // pod is one simulated pod: the corev1.Pod the cores look at, and what
@@ -135,6 +140,9 @@ type pod struct {
 	// creation.
 	priority int32
 	seq      int64
+	// bestEffort: the pod requests neither cpu nor memory, so kubelet
+	// makes it BestEffort (oom_score_adj 1000: the kernel kills it first).
+	bestEffort bool
 	// job is the index of the job a Mid or Batch pod runs (-1 for
 	// services).
 	job int
@@ -195,10 +203,13 @@ type node struct {
 	hysteresis qos.Hysteresis
 	// cands are the QoS candidates of the node's Batch/Free pods, kept
 	// beside candPods and refreshed in place every cycle.
-	cands      []qos.Candidate
-	candPods   []*pod
-	candHot    []int32 // candHot[i] is the index in hot of cands[i]'s pod
-	throttled  int     // pods with a quota
+	cands     []qos.Candidate
+	candPods  []*pod
+	candHot   []int32 // candHot[i] is the index in hot of cands[i]'s pod
+	throttled int     // pods with a quota
+	// bandDirty: the node's Batch band or its Batch allocatable changed
+	// since the band caps were last split.
+	bandDirty  bool
 	forbid     bool
 	window     cpuWindow
 	tokens     float64
@@ -215,6 +226,10 @@ type node struct {
 	hasPeak          bool
 	peakCPU, peakMem int64
 	published        corev1.ResourceList
+
+	// pressureUntil: the node has MemoryPressure until then, and takes no
+	// BestEffort pod.
+	pressureUntil time.Time
 
 	// This step.
 	usageCPU, usageMemory int64
@@ -264,6 +279,12 @@ func newPod(obj *corev1.Pod, la *loadaware.Config, seq int64) *pod {
 	p.h.kind = kindService
 	cand := qos.NewCandidate(obj, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})
 	p.h.cpuLimit = cand.CPULimitMilli
+	p.bestEffort = p.req[resCPU] == 0 && p.req[resMemory] == 0
+	if !p.bestEffort {
+		p.h.shares = milliCPUToShares(p.req[resCPU])
+	} else {
+		p.h.beShares = milliCPUToShares(p.req[resMidCPU] + p.req[resBatchCPU])
+	}
 	return p
 }
 
@@ -278,6 +299,9 @@ func (n *node) place(p *pod, la *loadaware.Config, now time.Time) {
 	n.nonZeroMemory += p.nonZeroMemory
 	if p.h.kind == kindBatch {
 		n.batchReqCPU += p.req[resCPU] + p.req[resBatchCPU]
+	}
+	if p.req[resBatchCPU] > 0 {
+		n.bandDirty = true
 	}
 	if la != nil {
 		// The scheduler counts the pod at once (Reserve); its estimate
@@ -318,6 +342,10 @@ func (n *node) remove(p *pod) {
 	n.nonZeroMemory -= p.nonZeroMemory
 	if p.h.kind == kindBatch {
 		n.batchReqCPU -= p.req[resCPU] + p.req[resBatchCPU]
+	}
+	if p.req[resBatchCPU] > 0 {
+		n.bandDirty = true
+		p.h.bandCap = 0
 	}
 	n.excessFresh = false
 	if p.candIdx >= 0 {

@@ -48,13 +48,28 @@ type Summary struct {
 	// included) over every node and step.
 	MeanCPUPercent float64 `json:"meanCPUPercent"`
 	P95CPUPercent  float64 `json:"p95CPUPercent"`
+	// ProdSLOViolationPercent is the headline harm: the share of Prod
+	// pod-time over the pod's latency SLO, by the harm model (Harm): the
+	// node's CPU use by other pods slowed its requests beyond the SLO, or
+	// the pod got less CPU than it wanted.
+	ProdSLOViolationPercent float64 `json:"prodSLOViolationPercent"`
+	// ProdSLOCurve is ProdSLOViolationPercent for each of SLOFactors.
+	ProdSLOCurve []SLOPoint `json:"prodSLOCurve"`
+	// ProdLatencyFactorMean is the mean over Prod pod-time of the model's
+	// p99 latency ÷ the pod's p99 latency on the node alone.
+	ProdLatencyFactorMean float64 `json:"prodLatencyFactorMean"`
+	// ProdShortfallCoreSeconds is the Prod work not served: the CPU Prod
+	// pods wanted and did not get because the node ran out, in
+	// core-seconds.
+	ProdShortfallCoreSeconds float64 `json:"prodShortfallCoreSeconds"`
 	// ProdContentionPercent is the share of node-time, among nodes running
 	// Prod pods, with node CPU over the node's CPU evict line (measured
-	// for every policy, enforced only by the colocated ones).
+	// for every policy, enforced only by the colocated ones). It is a
+	// node's state, not harm: Waterline steers by that line, and Prod may
+	// be served in full above it.
 	ProdContentionPercent float64 `json:"prodContentionPercent"`
-	// ProdShortfallCoreSeconds is the CPU Prod pods wanted and did not get
-	// because the node ran out, in core-seconds.
-	ProdShortfallCoreSeconds float64 `json:"prodShortfallCoreSeconds"`
+	// Harm is the harm model the figures above were measured with.
+	Harm Harm `json:"harm"`
 	// Evictions are the Batch pods node QoS evicted; per node-hour below.
 	Evictions            int64   `json:"evictions"`
 	EvictionsPerNodeHour float64 `json:"evictionsPerNodeHour"`
@@ -86,6 +101,13 @@ type Summary struct {
 	PendingAtEnd int `json:"pendingAtEnd"`
 }
 
+// SLOPoint is the Prod SLO-violation time for one SLO.
+type SLOPoint struct {
+	// Factor is the SLO: p99 latency ÷ p99 latency alone.
+	Factor           float64 `json:"factor"`
+	ViolationPercent float64 `json:"violationPercent"`
+}
+
 // JobStats sums up one class of jobs.
 type JobStats struct {
 	// Submitted are the jobs that arrived during the run; Completed those
@@ -115,6 +137,8 @@ type Series struct {
 	// ProdContentionPercent is the share of Prod-running nodes over their
 	// CPU evict line.
 	ProdContentionPercent []float64 `json:"prodContentionPercent"`
+	// ProdSLOViolationPercent is the share of Prod pods over their SLO.
+	ProdSLOViolationPercent []float64 `json:"prodSLOViolationPercent"`
 	// ProdCores, BatchCores and MidCores are the CPU each class used.
 	ProdCores  []float64 `json:"prodCores"`
 	BatchCores []float64 `json:"batchCores"`

@@ -19,6 +19,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/core/policy"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/tiers"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
 
@@ -54,8 +55,11 @@ type run struct {
 	classes  map[string]*colocation.PriorityClass
 
 	// Scratch, reused every cycle so that steps do not allocate.
-	usage  qos.NodeUsage
-	window qos.CPUWindow
+	cfs         cfsScratch
+	bandMembers []tiers.BandMember
+	bandIdx     []int
+	usage       qos.NodeUsage
+	window      qos.CPUWindow
 	// signatures interns pods' signatures; failedIn[id] is the last
 	// scheduling cycle in which a pod of that signature found no node.
 	signatures map[signature]int
@@ -395,7 +399,17 @@ func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 			corev1.ResourceCPU:    *resource.NewMilliQuantity(cpu, resource.DecimalSI),
 			corev1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI),
 		}
-		p, err := r.newPod(r.podObject(ns, name, rl, rl.DeepCopy()))
+		obj := r.podObject(ns, name, rl, rl.DeepCopy())
+		if r.policy == PolicyK8sBestEffort && ns == NamespaceBatch {
+			// No CPU request or limit: cpu.shares 2, and no CPU counted
+			// by the scheduler. Memory stays requested (and limited), or
+			// the scheduler would pile pods onto nodes until the kernel
+			// kills them.
+			res := &obj.Spec.Containers[0].Resources
+			delete(res.Requests, corev1.ResourceCPU)
+			delete(res.Limits, corev1.ResourceCPU)
+		}
+		p, err := r.newPod(obj)
 		if err != nil {
 			return nil, err
 		}
@@ -404,7 +418,12 @@ func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 		return p, nil
 	}
 	r.seq++
-	obj := t.obj.DeepCopy()
+	// A shallow copy: what the simulation changes of a pod (its name,
+	// UID, creation time, node, phase and start time) are fields of its
+	// own; the containers, labels and annotations it shares with the
+	// template are never written after admission.
+	obj := new(corev1.Pod)
+	*obj = *t.obj
 	obj.Name, obj.UID = name, types.UID(fmt.Sprintf("%s-%d", r.policy, r.seq))
 	obj.CreationTimestamp = metav1.NewTime(r.now)
 	p := new(pod)
@@ -519,12 +538,18 @@ func (r *run) oneStep() error {
 }
 
 // runNode computes one step of the node: what each pod wants, what the
-// quotas allow, and, when that is more than the node has, who gets what:
-// Prod pods first, then Mid, then Batch and Free, each tier sharing what
-// the ones before left in proportion to demand.
+// quotas allow, and, when that is more than the node has, who gets what,
+// as CFS shares it (cfsShare): pods with a CPU request weigh their
+// cpu.shares, and every pod without one -- BestEffort pods and the tier
+// pods of Mid and Batch, which kubelet places in the besteffort cgroup --
+// shares that cgroup's 2 shares, by the shares the agent gives each
+// inside it (from its tier request). Then it records what Prod got and
+// the harm model's latency for it.
 func (r *run) runNode(n *node, sec int64) {
-	var want [numTiers]int64
-	var throttledMilli, prodWant int64
+	if n.bandDirty {
+		r.splitBandCaps(n)
+	}
+	var throttledMilli, prodWant, allowed int64
 	mem := n.spec.SystemMemoryBytes
 	for i := range n.hot {
 		p := &n.hot[i]
@@ -536,38 +561,30 @@ func (r *run) runNode(n *node, sec int64) {
 			d = p.cpuLimit
 		}
 		p.wantCPU = d
+		if p.bandCap > 0 && d > p.bandCap {
+			d = p.bandCap
+		}
 		if p.quota != qos.NoQuota && d > p.quota {
 			throttledMilli += d - p.quota
 			d = p.quota
 		}
 		p.allowedCPU = d
-		want[p.tier] += d
+		p.usageCPU = d
+		allowed += d
 		mem += p.usageMemory
 		if p.kind == kindService {
 			prodWant += p.wantCPU
 		}
 	}
-	// Fractions of demand granted per tier, as num/den.
-	avail := n.spec.CPUMilli - n.spec.SystemCPUMilli
-	var num, den [numTiers]int64
-	for t := range numTiers {
-		num[t], den[t] = 1, 1
-		if want[t] <= avail {
-			avail -= want[t]
-			continue
-		}
-		num[t], den[t] = max(avail, 0), want[t]
-		avail = 0
+	avail := max(n.spec.CPUMilli-n.spec.SystemCPUMilli, 0)
+	if allowed > avail {
+		r.shareCPU(n, avail)
 	}
 	usage := n.spec.SystemCPUMilli
-	var prodUse, prodPods, beUse int64
+	var prodUse, prodPods, starved, beUse, competing int64
 	for i := range n.hot {
 		p := &n.hot[i]
-		u := p.allowedCPU
-		if num[p.tier] != den[p.tier] {
-			u = u * num[p.tier] / den[p.tier]
-		}
-		p.usageCPU = u
+		u := p.usageCPU
 		p.avgSum += u
 		p.avgSteps++
 		usage += u
@@ -575,24 +592,95 @@ func (r *run) runNode(n *node, sec int64) {
 		case kindService:
 			prodUse += u
 			prodPods++
+			if float64(u) < float64(p.wantCPU)*(1-r.cfg.Harm.StarvedPercent/100) {
+				starved++
+			}
 		case kindBatch:
 			beUse += u
 			p.done += u * r.stepSec
 		default:
 			p.done += u * r.stepSec
 		}
+		if p.kind != kindService && p.shares > minShares {
+			competing += u
+		}
 	}
 	n.usageCPU, n.usageMemory = usage, mem
 	n.prodCPU, n.prodPods, n.beCPU = prodUse, prodPods, beUse
 	n.usageSum += usage
 	n.usageSteps++
-	r.stats.node(n, throttledMilli, prodWant-prodUse)
+	violating := starved
+	var latency float64
+	if prodPods > 0 {
+		nonProd := usage - n.spec.SystemCPUMilli - prodUse
+		latency = r.cfg.Harm.latencyFactor(prodUse, nonProd, competing, avail, n.spec.CPUMilli)
+		if latency > r.cfg.Harm.SLOLatencyFactor {
+			violating = prodPods
+		}
+	}
+	r.stats.node(n, throttledMilli, prodWant-prodUse, violating, starved, latency)
 	if mem > n.spec.MemoryBytes {
 		r.oomKill(n)
 	}
 }
 
-// oomKill plays the kernel when memory runs out: it kills the job pod
+// shareCPU shares avail millicores among the node's pods under
+// contention (see runNode), setting each pod's usageCPU.
+func (r *run) shareCPU(n *node, avail int64) {
+	s := &r.cfs
+	s.reset(len(n.hot) + 1)
+	be := len(n.hot) // the besteffort cgroup's claim
+	s.weight[be] = bestEffortShares
+	for i := range n.hot {
+		p := &n.hot[i]
+		s.weight[i] = p.shares
+		if p.shares > 0 {
+			s.demand[i] = p.allowedCPU
+		} else {
+			s.demand[be] += p.allowedCPU
+			s.weight[i] = 1 // not a top-level claim: no demand
+		}
+	}
+	cfsShare(avail, s.demand, s.weight, s.got, s.active)
+	beGot := s.got[be]
+	for i := range n.hot {
+		if p := &n.hot[i]; p.shares > 0 {
+			p.usageCPU = s.got[i]
+		}
+	}
+	// Inside the besteffort cgroup.
+	s.reset(len(n.hot))
+	for i := range n.hot {
+		if p := &n.hot[i]; p.shares == 0 {
+			s.demand[i], s.weight[i] = p.allowedCPU, p.beShares
+		} else {
+			s.weight[i] = 1
+		}
+	}
+	cfsShare(beGot, s.demand, s.weight, s.got, s.active)
+	for i := range n.hot {
+		if p := &n.hot[i]; p.shares == 0 {
+			p.usageCPU = s.got[i]
+		}
+	}
+}
+
+// cfsScratch is shareCPU's reused memory.
+type cfsScratch struct {
+	demand, weight, got []int64
+	active              []int
+}
+
+func (s *cfsScratch) reset(n int) {
+	if cap(s.demand) < n {
+		s.demand, s.weight, s.got, s.active = make([]int64, n), make([]int64, n), make([]int64, n), make([]int, 0, n)
+	}
+	s.demand, s.weight, s.got = s.demand[:n], s.weight[:n], s.got[:n]
+	clear(s.demand)
+}
+
+// oomKill plays the kernel when memory runs out: it kills BestEffort job
+// pods first (kubelet gives them oom_score_adj 1000), then the job pod
 // with the lowest priority, then the largest memory use, until the node
 // fits again. Services are never killed here (their memory is constant
 // and placed within requests).
@@ -603,8 +691,9 @@ func (r *run) oomKill(n *node) {
 			if n.hot[i].kind == kindService {
 				continue
 			}
-			if victim == nil || p.priority < victim.priority ||
-				p.priority == victim.priority && (n.hot[i].usageMemory > victim.st().usageMemory ||
+			if victim == nil || p.bestEffort && !victim.bestEffort ||
+				p.bestEffort == victim.bestEffort && p.priority < victim.priority ||
+				p.bestEffort == victim.bestEffort && p.priority == victim.priority && (n.hot[i].usageMemory > victim.st().usageMemory ||
 					n.hot[i].usageMemory == victim.st().usageMemory && p.seq < victim.seq) {
 				victim = p
 			}
@@ -613,10 +702,19 @@ func (r *run) oomKill(n *node) {
 			return
 		}
 		n.usageMemory -= victim.st().usageMemory
+		// Kubelet reports MemoryPressure, and the node is tainted against
+		// BestEffort pods, for the pressure transition period (5 min).
+		n.pressureUntil = r.now.Add(memoryPressurePeriod)
 		r.stats.oomKilled()
 		r.evict(victim)
 	}
 }
+
+// memoryPressurePeriod is kubelet's evictionPressureTransitionPeriod
+// default: how long a node keeps its MemoryPressure condition (and the
+// node.kubernetes.io/memory-pressure NoSchedule taint, which BestEffort
+// pods do not tolerate) after the pressure went.
+const memoryPressurePeriod = 5 * time.Minute
 
 // finishJobs takes the pods whose job is done off the node.
 func (r *run) finishJobs(n *node, end time.Duration) {

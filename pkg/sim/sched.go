@@ -57,6 +57,9 @@ func (s *scheduler) fits(p *pod, n *node, now time.Time) bool {
 	if n.req[resPods]+1 > n.alloc[resPods] {
 		return false
 	}
+	if p.bestEffort && now.Before(n.pressureUntil) {
+		return false
+	}
 	for r := range resPods {
 		if p.req[r] > 0 && p.req[r] > n.alloc[r]-n.req[r] {
 			return false

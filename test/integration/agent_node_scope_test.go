@@ -24,7 +24,7 @@ import (
 // and eviction webhook, runs the manager serving the webhook, and acts as
 // waterline-agent with a real ServiceAccount token bound to a Node
 // (TokenRequest): the API server refuses another node's NodeMetric and the
-// eviction of another node's pod, and allows its own.
+// eviction or deletion of another node's pod, and allows its own.
 func TestAgentIsNodeScoped(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
@@ -117,6 +117,22 @@ func TestAgentIsNodeScoped(t *testing.T) {
 	}
 	if p, err := c.Kube.CoreV1().Pods("apps").Get(ctx, "on-node-b", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
 		t.Errorf("the pod on node-b was evicted (err %v)", err)
+	}
+
+	// Memory relief deletes pods past a PDB: only pods of its own node.
+	for _, n := range []string{"node-a", "node-b"} {
+		if _, err := c.Kube.CoreV1().Pods("apps").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "del-" + n, Namespace: "apps"},
+			Spec:       corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := agentKube.CoreV1().Pods("apps").Delete(ctx, "del-node-b", metav1.DeleteOptions{}); err == nil || !strings.Contains(err.Error(), "may delete only pods of its own node") {
+		t.Errorf("the agent of node-a deleting a pod of node-b: error = %v, want a refusal", err)
+	}
+	if err := agentKube.CoreV1().Pods("apps").Delete(ctx, "del-node-a", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("the agent of node-a could not delete a pod of its own node: %v", err)
 	}
 
 	// A token without a node binding is refused outright.

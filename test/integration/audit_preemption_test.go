@@ -21,11 +21,12 @@ import (
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
-// TestAuditPredictsPreemption follows seed 004's rollout: the cluster runs
-// with preemption disabled (the shipped bandpreemption-disabled.yaml), the
-// `waterline audit preemption` binary predicts the victims of the pending
-// pod, then waterline-scheduler restarts with bandpreemption-enabled.yaml
-// and preempts exactly those pods.
+// TestAuditPredictsPreemption follows the safe rollout
+// (docs/design/preemption.md#safe-rollout): the cluster runs with preemption
+// disabled (the shipped bandpreemption-disabled.yaml), the `waterline audit
+// preemption` binary predicts the victims of the pending pod, then
+// waterline-scheduler restarts with bandpreemption-enabled.yaml and preempts
+// exactly those pods.
 func TestAuditPredictsPreemption(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})

@@ -35,6 +35,12 @@ type AgentOptions struct {
 	// directory. Start a second agent with the first one's StateDir to
 	// test a restart.
 	StateDir string
+	// Kubeconfig, when set, replaces the cluster's (e.g. one through a
+	// Proxy the test can cut).
+	Kubeconfig string
+	// NoWait returns from StartAgent without waiting for /readyz (an agent
+	// started while the API server is unreachable is alive, not ready).
+	NoWait bool
 	// Args are more flags.
 	Args []string
 }
@@ -58,9 +64,13 @@ func (c *Cluster) StartAgent(t testing.TB, o AgentOptions) *Agent {
 		o.StateDir = t.TempDir()
 	}
 	health, metrics := FreePort(t), FreePort(t)
+	kubeconfig := c.Kubeconfig
+	if o.Kubeconfig != "" {
+		kubeconfig = o.Kubeconfig
+	}
 	args := []string{
 		"--node-name", o.NodeName,
-		"--kubeconfig", c.Kubeconfig,
+		"--kubeconfig", kubeconfig,
 		"--state-dir", o.StateDir,
 		"--health-address", "127.0.0.1:" + strconv.Itoa(health),
 		"--metrics-address", "127.0.0.1:" + strconv.Itoa(metrics),
@@ -81,7 +91,9 @@ func (c *Cluster) StartAgent(t testing.TB, o AgentOptions) *Agent {
 		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d", health),
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", metrics),
 	}
-	WaitHealthy(t, a.Process, a.HealthURL+"/readyz", 2*time.Minute)
+	if !o.NoWait {
+		WaitHealthy(t, a.Process, a.HealthURL+"/readyz", 2*time.Minute)
+	}
 	return a
 }
 

@@ -3,10 +3,12 @@ package app
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/waterline-dev/waterline/pkg/agent"
@@ -42,6 +44,11 @@ type Deps struct {
 	// Registry registers a module's Prometheus collectors; they are
 	// served on --metrics-address. Name them waterline_agent_<module>_*.
 	Registry prometheus.Registerer
+	// EvictionTimeout and MemoryEvictionsPerMinute tune the QoS executor
+	// (--eviction-timeout, --memory-evictions-per-minute); nil keeps its
+	// defaults.
+	EvictionTimeout          *time.Duration
+	MemoryEvictionsPerMinute *int32
 }
 
 // addModules adds the agent's modules to a. They cycle in the order added,
@@ -49,7 +56,10 @@ type Deps struct {
 // implements agent.Runner also runs on its own goroutine until shutdown;
 // one that implements agent.StatusContributor adds to every NodeMetric
 // status the reporter writes.
-func addModules(a *agent.Agent, d Deps) error {
+//
+// It returns the cgroup limit reconciler, the one writer of pod cgroups,
+// for the command to release on uninstall.
+func addModules(a *agent.Agent, d Deps) (*resctl.Reconciler, error) {
 	// ---------------------------------------------------------------
 	// Modules go here, in cycle order, each as a few lines:
 	//
@@ -67,7 +77,7 @@ func addModules(a *agent.Agent, d Deps) error {
 	pred, err := predictor.New(predictor.Config{CheckpointPath: filepath.Join(d.StateDir, predictor.CheckpointFile)},
 		predictor.Deps{Clock: d.Clock, Reports: a, Registry: d.Registry})
 	if err != nil {
-		return fmt.Errorf("setting up the %s module: %w", predictor.Name, err)
+		return nil, fmt.Errorf("setting up the %s module: %w", predictor.Name, err)
 	}
 	a.Add(pred)
 
@@ -75,14 +85,23 @@ func addModules(a *agent.Agent, d Deps) error {
 	// added after both, is the one writer of pod cgroup limits.
 	rc, err := resctl.New(d.Layout, d.Registry)
 	if err != nil {
-		return fmt.Errorf("setting up the %s module: %w", resctl.Name, err)
+		return nil, fmt.Errorf("setting up the %s module: %w", resctl.Name, err)
+	}
+	// The marks record every cgroup the agent changes, so a restart heals
+	// them whatever the pods became meanwhile, and --release undoes them.
+	if err := rc.UseMarks(filepath.Join(d.StateDir, resctl.MarksFile)); err != nil {
+		klog.Background().Error(err, "Starting without the previous run's cgroup marks; Batch/Free and tier pods still get one look for a quota left below kubelet's")
 	}
 	tiers, err := tierlimits.New(tierlimits.Config{}, rc)
 	if err != nil {
-		return fmt.Errorf("setting up the %s module: %w", tierlimits.Name, err)
+		return nil, fmt.Errorf("setting up the %s module: %w", tierlimits.Name, err)
 	}
 	a.Add(tiers)
-	executor, err := qos.New(qos.Config{}, qos.Deps{
+	executor, err := qos.New(qos.Config{
+		StatePath:                filepath.Join(d.StateDir, qos.StateFile),
+		EvictionTimeout:          d.EvictionTimeout,
+		MemoryEvictionsPerMinute: d.MemoryEvictionsPerMinute,
+	}, qos.Deps{
 		Evictor:       qos.APIEvictor{Client: d.Kube},
 		Reconciler:    rc,
 		Recorder:      d.Recorder,
@@ -91,7 +110,7 @@ func addModules(a *agent.Agent, d Deps) error {
 		RequestReport: a.RequestReport,
 	})
 	if err != nil {
-		return fmt.Errorf("setting up the %s module: %w", qos.Name, err)
+		return nil, fmt.Errorf("setting up the %s module: %w", qos.Name, err)
 	}
 	a.Add(executor)
 	a.Add(rc)
@@ -109,8 +128,8 @@ func addModules(a *agent.Agent, d Deps) error {
 		Registry:     d.Registry,
 	})
 	if err != nil {
-		return fmt.Errorf("setting up the %s module: %w", reporter.Name, err)
+		return nil, fmt.Errorf("setting up the %s module: %w", reporter.Name, err)
 	}
 	a.Add(rep)
-	return nil
+	return rc, nil
 }

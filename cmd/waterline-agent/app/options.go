@@ -15,6 +15,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
 	"github.com/waterline-dev/waterline/pkg/agent/metriccache"
+	"github.com/waterline-dev/waterline/pkg/agent/qos"
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
 )
 
@@ -81,6 +82,27 @@ type Options struct {
 	// Range 1s–1h, default 30s.
 	CheckpointInterval time.Duration
 
+	// EvictionTimeout bounds one node QoS eviction request; evictions run
+	// beside the collect loop. Range 1s-5m, default 10s.
+	EvictionTimeout time.Duration
+	// MemoryEvictionsPerMinute is the memory-relief eviction budget, apart
+	// from the NodeQOS eviction.maxPerMinute. Range 1-600, default 60.
+	MemoryEvictionsPerMinute int32
+
+	// Release undoes every cgroup change the agent's marks in --state-dir
+	// record (throttles, tier limits; kubelet's values back) and exits,
+	// without the API server: the chart's pre-delete hook, or by hand
+	// after removing the agent. Default false.
+	Release bool
+	// ReleaseOnUninstall: on SIGTERM, when the agent's own DaemonSet is
+	// gone or being deleted (an uninstall, not a rolling update or a
+	// restart), release as --release does before exiting. Needs
+	// --pod-name and --pod-namespace. Default true.
+	ReleaseOnUninstall bool
+	// PodName and PodNamespace are the agent's own pod (downward API;
+	// defaults $POD_NAME and $POD_NAMESPACE), to find its DaemonSet.
+	PodName, PodNamespace string
+
 	// HealthAddress serves /healthz and /readyz (host:port). Default
 	// :9320.
 	HealthAddress string
@@ -107,6 +129,11 @@ func NewOptions() *Options {
 		MetricMemoryBudget:       "16Mi",
 		StateDir:                 "/var/lib/waterline-agent",
 		CheckpointInterval:       metriccache.DefaultCheckpointInterval,
+		EvictionTimeout:          qos.DefaultEvictionTimeout,
+		MemoryEvictionsPerMinute: qos.DefaultMemoryEvictionsPerMinute,
+		ReleaseOnUninstall:       true,
+		PodName:                  os.Getenv("POD_NAME"),
+		PodNamespace:             os.Getenv("POD_NAMESPACE"),
 		HealthAddress:            ":9320",
 		MetricsAddress:           ":9321",
 	}
@@ -129,6 +156,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricMemoryBudget, "metric-memory-budget", o.MetricMemoryBudget, "Hard limit on the metric cache's memory, a byte quantity such as 16Mi (at least 1Mi).")
 	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "Directory kept across restarts for the metric cache checkpoint and module state; created if missing.")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "How often the metric cache is checkpointed; a crash loses at most this much history (1s-1h).")
+	fs.DurationVar(&o.EvictionTimeout, "eviction-timeout", o.EvictionTimeout, "Timeout of one node QoS eviction request; evictions run beside the collect loop (1s-5m).")
+	fs.Int32Var(&o.MemoryEvictionsPerMinute, "memory-evictions-per-minute", o.MemoryEvictionsPerMinute, "Budget of memory-relief evictions, apart from the NodeQOS eviction.maxPerMinute (1-600).")
+	fs.BoolVar(&o.Release, "release", o.Release, "Undo every cgroup change recorded in --state-dir (throttles, tier limits) and exit; no API server needed. For uninstalling.")
+	fs.BoolVar(&o.ReleaseOnUninstall, "release-on-uninstall", o.ReleaseOnUninstall, "On SIGTERM, release as --release does when the agent's DaemonSet is gone or being deleted.")
+	fs.StringVar(&o.PodName, "pod-name", o.PodName, "The agent's own pod (default $POD_NAME), to find its DaemonSet on SIGTERM.")
+	fs.StringVar(&o.PodNamespace, "pod-namespace", o.PodNamespace, "The agent's own pod's namespace (default $POD_NAMESPACE).")
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port of /healthz and /readyz.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "host:port of Prometheus /metrics; \"0\" disables it; may equal --health-address.")
 }
@@ -173,11 +206,16 @@ func (o *Options) cacheConfig() metriccache.Config {
 	return cfg
 }
 
+func (o *Options) qosConfig() qos.Config {
+	return qos.Config{EvictionTimeout: ptr.To(o.EvictionTimeout), MemoryEvictionsPerMinute: ptr.To(o.MemoryEvictionsPerMinute)}
+}
+
 // Flag names of the fields of the component configurations the options
 // fill, so their validation errors name the flag a user typed.
 var (
 	cgroupFlags    = map[string]string{"root": "cgroup-root", "version": "cgroup-version", "driver": "cgroup-driver", "kubeletCgroupRoot": "kubelet-cgroup-root"}
 	collectorFlags = map[string]string{"procRoot": "proc-root", "interval": "collect-interval", "containerInterval": "container-collect-interval"}
+	qosFlags       = map[string]string{"evictionTimeout": "eviction-timeout", "memoryEvictionsPerMinute": "memory-evictions-per-minute"}
 	cacheFlags     = map[string]string{"retention": "metric-retention", "interval": "collect-interval", "memoryBudgetBytes": "metric-memory-budget", "checkpointPath": "state-dir", "checkpointInterval": "checkpoint-interval"}
 )
 
@@ -186,7 +224,7 @@ var (
 // run here too, so a bad value fails at start with all the others.
 func (o *Options) Validate() field.ErrorList {
 	var errs field.ErrorList
-	if o.NodeName == "" {
+	if o.NodeName == "" && !o.Release {
 		errs = append(errs, field.Required(field.NewPath("node-name"), "set --node-name or $NODE_NAME"))
 	}
 	if o.KubeAPIQPS <= 0 {
@@ -225,6 +263,9 @@ func (o *Options) Validate() field.ErrorList {
 		mcErrs = without(mcErrs, "checkpointPath")
 	}
 	errs = appendFlagErrors(errs, mcErrs, cacheFlags)
+	qc := o.qosConfig()
+	qc.SetDefaults()
+	errs = appendFlagErrors(errs, qc.Validate(nil), qosFlags)
 	return errs
 }
 

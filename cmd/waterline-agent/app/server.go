@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -28,12 +32,14 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
 	"github.com/waterline-dev/waterline/pkg/agent/metriccache"
+	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
 	"github.com/waterline-dev/waterline/pkg/version"
@@ -59,6 +65,13 @@ modules, and reports the node's NodeMetric status.`,
 			if errs := opts.Validate(); len(errs) > 0 {
 				return fmt.Errorf("invalid flags: %w", errs.ToAggregate())
 			}
+			if os.Getenv("GOGC") == "" {
+				// The agent runs on every node and its live heap is small
+				// (tens of MiB at 200 pods), so collect at half the default
+				// growth: peak RSS drops by about a third of the heap for
+				// a little CPU (pkg/agent/README.md). GOGC overrides it.
+				debug.SetGCPercent(agentGCPercent)
+			}
 			// The first SIGTERM or SIGINT stops the agent gracefully
 			// (checkpoint, exit 0); a second one kills it.
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
@@ -71,12 +84,18 @@ modules, and reports the node's NodeMetric status.`,
 	return cmd
 }
 
+// agentGCPercent is the agent's GOGC unless the environment sets one.
+const agentGCPercent = 50
+
 // Run runs the agent until ctx ends, then checkpoints the metric cache and
 // returns nil. Errors are for what prevents it from starting.
 func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx).WithValues("node", o.NodeName)
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting waterline-agent", "version", version.Get().String())
+	if o.Release {
+		return release(ctx, o)
+	}
 
 	cfg, err := cmdutil.RESTConfig(o.Kubeconfig)
 	if err != nil {
@@ -148,7 +167,7 @@ func Run(ctx context.Context, o *Options) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "waterline-agent", Host: o.NodeName})
 
-	if err := addModules(a, Deps{
+	rc, err := addModules(a, Deps{
 		NodeName:  o.NodeName,
 		Kube:      kube,
 		Waterline: wl,
@@ -157,7 +176,11 @@ func Run(ctx context.Context, o *Options) error {
 		StateDir:  o.StateDir,
 		Recorder:  recorder,
 		Registry:  reg,
-	}); err != nil {
+
+		EvictionTimeout:          ptr.To(o.EvictionTimeout),
+		MemoryEvictionsPerMinute: ptr.To(o.MemoryEvictionsPerMinute),
+	})
+	if err != nil {
 		return err
 	}
 	names := make([]string, 0, len(a.Modules()))
@@ -191,16 +214,32 @@ func Run(ctx context.Context, o *Options) error {
 		}
 	}
 
+	// Protection starts from what the node knows -- the node snapshot a
+	// previous run saved (its pods, Node, NodeQOS objects) and the cgroup
+	// marks -- without waiting for the API server; the informers take
+	// over once they sync. A restart during an API outage thus keeps
+	// throttling.
 	defer states.Shutdown()
-	if err := states.Start(ctx); err != nil {
-		if ctx.Err() != nil {
-			logger.Info("Stopped before the informers synced")
-			return nil
-		}
-		return err
+	snapPath := filepath.Join(o.StateDir, agent.NodeSnapshotFile)
+	if err := states.UseSnapshot(snapPath); err != nil {
+		logger.Error(err, "Starting without the node snapshot; node protection waits for the API server")
+	} else if saved := states.SnapshotTime(); !saved.IsZero() {
+		logger.Info("Loaded the node snapshot; protecting the node from it until the API server answers", "saved", saved, "pods", len(states.Pods()), "nodeQOS", len(states.NodeQOSes()))
 	}
-	h.synced.Store(true)
-	logger.Info("Informers synced")
+	states.StartInBackground(ctx, func() {
+		h.synced.Store(true)
+		logger.Info("Informers synced")
+	})
+	snapCtx, stopSnap := context.WithCancel(context.WithoutCancel(ctx))
+	snapDone := make(chan struct{})
+	go func() {
+		defer close(snapDone)
+		states.RunSnapshots(snapCtx, snapshotInterval)
+	}()
+	defer func() {
+		stopSnap()
+		<-snapDone
+	}()
 
 	// The cache checkpoints on its own context, ended only after the loop
 	// stopped, so the final checkpoint holds the last cycle's sample.
@@ -211,6 +250,9 @@ func Run(ctx context.Context, o *Options) error {
 		cache.Run(cacheCtx)
 	}()
 	runErr := a.Run(ctx)
+	if o.ReleaseOnUninstall {
+		releaseIfUninstalled(logger, kube, o, rc)
+	}
 	logger.Info("Collect loop stopped, writing the last checkpoint")
 	stopCache()
 	<-cacheDone
@@ -220,6 +262,91 @@ func Run(ctx context.Context, o *Options) error {
 	logger.Info("Stopped waterline-agent")
 	return nil
 }
+
+// release is --release: undo every cgroup change the marks in --state-dir
+// record and exit. It needs neither the API server nor the pods: the marks
+// name each cgroup and what kubelet had in it.
+func release(ctx context.Context, o *Options) error {
+	logger := klog.FromContext(ctx)
+	layout, err := cgroups.Detect(o.cgroupOptions())
+	if err != nil {
+		return fmt.Errorf("detecting the cgroup layout under --cgroup-root %s: %w", o.CgroupRoot, err)
+	}
+	rc, err := resctl.New(layout, nil)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(o.StateDir, resctl.MarksFile)
+	if err := rc.UseMarks(path); err != nil {
+		return fmt.Errorf("releasing: %w", err)
+	}
+	n := len(rc.Marks())
+	if err := rc.Release(logger); err != nil {
+		return fmt.Errorf("releasing the cgroups of %d pods (%d left marked in %s): %w", n, len(rc.Marks()), path, err)
+	}
+	logger.Info("Released every pod cgroup the agent had changed", "pods", n, "marks", path)
+	return nil
+}
+
+// releaseIfUninstalled releases the agent's cgroup changes when it is
+// stopping because it is being uninstalled: its DaemonSet is gone or being
+// deleted. A rolling update or a restart keeps the DaemonSet, and the next
+// agent takes over from the marks. When the answer cannot be had (no
+// --pod-name, API server unreachable), nothing is released: the next
+// agent, or --release, heals from the marks.
+func releaseIfUninstalled(logger klog.Logger, kube kubernetes.Interface, o *Options, rc *resctl.Reconciler) {
+	if o.PodName == "" || o.PodNamespace == "" {
+		logger.V(2).Info("Not checking for an uninstall on shutdown: --pod-name or --pod-namespace unset")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	uninstalled, why, err := daemonSetGone(ctx, kube, o.PodNamespace, o.PodName)
+	if err != nil {
+		logger.Error(err, "Cannot tell whether the agent is being uninstalled; leaving the cgroups to the next agent or --release")
+		return
+	}
+	if !uninstalled {
+		logger.V(2).Info("Stopping without releasing: the agent's DaemonSet stays", "reason", why)
+		return
+	}
+	logger.Info("The agent is being uninstalled; releasing every pod cgroup it changed", "reason", why)
+	if err := rc.Release(logger); err != nil {
+		logger.Error(err, "Releasing the pod cgroups on uninstall")
+	}
+}
+
+// daemonSetGone reports whether the DaemonSet controlling the pod is gone
+// or being deleted (and why, for the log).
+func daemonSetGone(ctx context.Context, kube kubernetes.Interface, ns, name string) (bool, string, error) {
+	pod, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, "own pod not found", fmt.Errorf("getting the agent's pod %s/%s: %w", ns, name, err)
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("getting the agent's pod %s/%s: %w", ns, name, err)
+	}
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil || owner.Kind != "DaemonSet" {
+		return false, "not run by a DaemonSet", nil
+	}
+	ds, err := kube.AppsV1().DaemonSets(ns).Get(ctx, owner.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, "DaemonSet " + owner.Name + " is gone", nil
+	case err != nil:
+		return false, "", fmt.Errorf("getting DaemonSet %s/%s: %w", ns, owner.Name, err)
+	case ds.UID != owner.UID:
+		return true, "DaemonSet " + owner.Name + " was replaced by another of the same name", nil
+	case ds.DeletionTimestamp != nil:
+		return true, "DaemonSet " + owner.Name + " is being deleted", nil
+	}
+	return false, "DaemonSet " + owner.Name + " stays", nil
+}
+
+// snapshotInterval is how often the node snapshot is saved when the
+// informers' view changed.
+const snapshotInterval = 10 * time.Second
 
 // serve listens on addr at once (so a taken port fails the start) and
 // serves mux until ctx ends.
@@ -249,18 +376,22 @@ func serve(ctx context.Context, wg *sync.WaitGroup, name, addr string, mux http.
 }
 
 // health answers the probes. Ready: the informers synced and one cycle
-// ran, so the node's usage is being collected. Healthy: the loop has not
-// stalled (a cycle finished within stallAfter), or it has not had its
-// first cycle yet (informers still syncing is a readiness matter).
+// ran, so the node's usage is being collected with the API server's view.
+// Healthy: the loop that protects the node runs -- a cycle finished within
+// stallAfter (since the start, before the first one). The loop does not
+// wait for the API server (it runs from the node snapshot), so an
+// unreachable API server is a readiness matter, and a loop that does not
+// cycle is a liveness one.
 type health struct {
 	clock      clock.PassiveClock
 	stallAfter time.Duration
+	started    time.Time
 	synced     atomic.Bool
 	lastCycle  atomic.Int64 // unix nanos; 0 before the first cycle
 }
 
 func newHealth(clk clock.PassiveClock, interval time.Duration) *health {
-	return &health{clock: clk, stallAfter: max(30*time.Second, 10*interval)}
+	return &health{clock: clk, stallAfter: max(30*time.Second, 10*interval), started: clk.Now()}
 }
 
 func (h *health) cycled() { h.lastCycle.Store(h.clock.Now().UnixNano()) }
@@ -272,6 +403,9 @@ func (h *health) install(mux *http.ServeMux) {
 				http.Error(w, fmt.Sprintf("no collect cycle finished for %s", since.Round(time.Second)), http.StatusServiceUnavailable)
 				return
 			}
+		} else if since := h.clock.Since(h.started); since > h.stallAfter {
+			http.Error(w, fmt.Sprintf("no collect cycle in the %s since the start", since.Round(time.Second)), http.StatusServiceUnavailable)
+			return
 		}
 		_, _ = w.Write([]byte("ok"))
 	})

@@ -30,6 +30,9 @@ func TestHealth(t *testing.T) {
 		{name: "synced, no cycle yet", synced: true, wantHealthz: 200, wantReadyz: 503},
 		{name: "synced and cycled", synced: true, cycled: true, after: time.Second, wantHealthz: 200, wantReadyz: 200},
 		// 1 s interval: a stall is 30 s (the floor) without a cycle.
+		// The loop never cycled (it used to wait for the informers while
+		// /healthz said ok): not alive once the stall time has passed.
+		{name: "no cycle 31 s after the start", after: 31 * time.Second, wantHealthz: 503, wantReadyz: 503},
 		{name: "loop stalled 31 s", synced: true, cycled: true, after: 31 * time.Second, wantHealthz: 503, wantReadyz: 200},
 	}
 	for _, tt := range tests {

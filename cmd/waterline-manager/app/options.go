@@ -43,9 +43,10 @@ type Options struct {
 	// the colocation-profile webhook cannot read its inputs; by default it
 	// refuses them. Set the webhook configuration's failurePolicy to match.
 	ColocationWebhookFailOpen bool
-	// PriorityQuotaClasses turns on the priority-class quota webhook for
-	// these PriorityClasses: their pods are admitted only in namespaces with
-	// a ResourceQuota scoped to the class (seed 004).
+	// PriorityQuotaClasses turns on the priority-class quota webhook for these
+	// PriorityClasses: their pods are admitted only in namespaces with a
+	// ResourceQuota scoped to the class
+	// (docs/design/preemption.md#quota-per-priorityclass).
 	PriorityQuotaClasses []string
 	// PriorityQuotaAllClasses turns it on for every PriorityClass.
 	PriorityQuotaAllClasses bool

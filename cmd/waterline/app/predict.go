@@ -77,7 +77,10 @@ agent can run, the way Bashir et al. (EuroSys'21) do: every --step it predicts
 the peak of the next --horizon from the history so far, and reports
 
   violation rate  share of predictions the real peak of the horizon exceeded
-  savings         mean of 1 − prediction ÷ Σ limits (÷ capacity without limits)
+  savings         mean of 1 − prediction ÷ Σ limits (÷ capacity without limits):
+                  the reclaimable share, max(0, Σ limits − prediction) ÷ Σ limits,
+                  with the limits as requests -- the agent's prodReclaimable
+                  ÷ requests, the manager's at a reclaim ratio of 100 %
 
 and the same for the peak oracle (the real peak: the most any model can save
 without violations).

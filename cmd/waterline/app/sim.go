@@ -44,7 +44,7 @@ func newSimCommand() *cobra.Command {
 		out:      "waterline-sim",
 		output:   "table",
 	}
-	for _, p := range sim.Policies {
+	for _, p := range sim.DefaultPolicies {
 		o.policies = append(o.policies, string(p))
 	}
 	cmd := &cobra.Command{
@@ -55,14 +55,19 @@ them: utilisation gained, what it cost the online (Prod) services, what
 happened to batch work. It calls the same decision code as the scheduler,
 the agent and the manager.
 
-Policies:
+Policies (default: k8s-default, k8s-besteffort, waterline):
   k8s-default  requests only: NodeResourcesFit's fit and least-allocated
                score; batch jobs ask for cpu and memory like everyone.
+  k8s-besteffort
+               the same, with batch jobs asking for no CPU (memory only):
+               they fill every idle core at cpu.shares 2. The stronger
+               plain baseline.
   waterline    LoadAware scheduling, Mid/Batch tiers from predictions and
                real use, priority bands, and node QoS that forbids
                scheduling, throttles and evicts Batch pods precisely.
   evict-all    waterline whose node QoS acts on every Batch pod of a node at
-               a breach (before seed 000's precise action).
+               a breach, as before precise action
+               (docs/design/node-qos.md#precise-action).
 
 Workloads (--workload):
   synthetic    diurnal online services and bursty batch arrivals (the

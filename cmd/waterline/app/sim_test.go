@@ -68,13 +68,13 @@ func TestSimRun(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "workload synthetic: 6 nodes") {
 		t.Errorf("first line %q", lines[0])
 	}
-	if diff := cmp.Diff([]string{"METRIC", "K8S-DEFAULT", "WATERLINE", "EVICT-ALL"}, strings.Fields(lines[2])); diff != "" {
+	if diff := cmp.Diff([]string{"METRIC", "K8S-DEFAULT", "K8S-BESTEFFORT", "WATERLINE"}, strings.Fields(lines[2])); diff != "" {
 		t.Errorf("table header (-want +got):\n%s", diff)
 	}
 	if want := "Report: " + filepath.Join(dir, "index.html"); !strings.Contains(stderr, want) {
 		t.Errorf("stderr %q does not say %q", stderr, want)
 	}
-	for _, f := range []string{"index.html", "result.json", "cpu.svg", "contention.svg", "qos.svg", "tiers.svg"} {
+	for _, f := range []string{"index.html", "result.json", "cpu.svg", "harm.svg", "qos.svg", "tiers.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("report file missing: %v", err)
 		}

@@ -1,14 +1,14 @@
-// Package predictor is the agent's predict server (seed 003): it keeps
-// decaying usage histograms of the node's Prod pods plus the system, of each
-// priority band and of each Prod pod, for CPU and memory, feeds them every
-// update interval with the metric cache's average over that interval, and
-// predicts the Prod peak with the model of the NodeMetric's predict policy.
-// It contributes prodPeak, prodReclaimable, predictionTime and the
-// PredictionReady condition to the NodeMetric status, asks the reporter for
-// an early report when the prediction moved by more than the policy's diff
-// threshold (or forceUpdateSeconds passed since the last report), and
-// checkpoints its histograms so a restarted agent predicts what it predicted
-// before.
+// Package predictor is the agent's predict server
+// (docs/design/prediction.md): it keeps decaying usage histograms of the
+// node's Prod pods plus the system, of each priority band and of each Prod
+// pod, for CPU and memory, feeds them every update interval with the metric
+// cache's average over that interval, and predicts the Prod peak with the
+// model of the NodeMetric's predict policy. It contributes prodPeak,
+// prodReclaimable, predictionTime and the PredictionReady condition to the
+// NodeMetric status, asks the reporter for an early report when the
+// prediction moved by more than the policy's diff threshold (or
+// forceUpdateSeconds passed since the last report), and checkpoints its
+// histograms so a restarted agent predicts what it predicted before.
 //
 // It decides what the histograms hold and when the prediction is worth an
 // early report; the models themselves are pkg/core/predict's.

@@ -156,8 +156,8 @@ type Result struct {
 	// ProdRequests is Σ requests of the Prod pods (as the scheduler and
 	// the manager count them: tiers.PodRequests).
 	ProdRequests Amounts
-	// ProdReclaimable is max(0, ProdRequests − ProdPeak) per resource
-	// (status.prodReclaimable).
+	// ProdReclaimable is tiers.ReclaimableOf(100, ProdRequests, ProdPeak)
+	// per resource (status.prodReclaimable).
 	ProdReclaimable Amounts
 	// BandPeaks is, per band, N-sigma (the policy's N and safety margin)
 	// of the band's own summed usage: what the band as a whole peaks at.
@@ -453,9 +453,11 @@ func (p *Predictor) predictLocked(now time.Time) {
 			r.BandPeaks[b].set(i, p.bandModel.Predict(&p.bandInput).Peak)
 		}
 	}
+	// The one definition of reclaimable, at a reclaim ratio of 100 %: the
+	// manager applies its policy's ratio with the same function.
 	r.ProdReclaimable = Amounts{
-		MilliCPU: max(0, r.ProdRequests.MilliCPU-r.ProdPeak.MilliCPU),
-		Memory:   max(0, r.ProdRequests.Memory-r.ProdPeak.Memory),
+		MilliCPU: tiers.ReclaimableOf(100, r.ProdRequests.MilliCPU, r.ProdPeak.MilliCPU),
+		Memory:   tiers.ReclaimableOf(100, r.ProdRequests.Memory, r.ProdPeak.Memory),
 	}
 	for id, start := range p.tracked {
 		if now.Sub(start) < p.params.ColdStart || p.res[cpuIndex].prod.Pod(id).IsEmpty() || p.res[memoryIndex].prod.Pod(id).IsEmpty() {
@@ -485,7 +487,7 @@ func (p *Predictor) predictLocked(now time.Time) {
 }
 
 // checkLocked asks for an early report when the prediction is due for
-// one (seed 003's fast reporting).
+// one (fast reporting: docs/design/prediction.md#reporting).
 func (p *Predictor) checkLocked(logger klog.Logger, now time.Time) {
 	var last *Result
 	if !p.reportedAt.IsZero() {

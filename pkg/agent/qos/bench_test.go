@@ -27,6 +27,8 @@ type okEvictor struct{}
 
 func (okEvictor) Evict(context.Context, *corev1.Pod, *int64) error { return nil }
 
+func (okEvictor) Delete(context.Context, *corev1.Pod, *int64) error { return nil }
+
 // benchNode is the core's benchmark node: 64 cores, 256 GiB, 200 pods of
 // which 160 are Batch (eligible) and 40 Prod (protected).
 func benchNode(nodeCPUMilli, nodeMemGiB int64) *agent.Snapshot {
@@ -100,8 +102,9 @@ func BenchmarkExecutorCycle(b *testing.B) {
 			if err := e.Cycle(ctx, snap); err != nil {
 				b.Fatal(err)
 			}
+			e.WaitForEvictions(ctx)
 			acted := len(e.applied)
-			evicted := len(e.evicted)
+			evicted := len(e.flight.done)
 			b.Run("executor", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
@@ -109,6 +112,10 @@ func BenchmarkExecutorCycle(b *testing.B) {
 						clear(e.applied)
 						e.h = coreqos.Hysteresis{}
 						e.bucket.tokens = float64(e.bucket.perMinute)
+						e.memBucket.tokens = float64(e.memBucket.perMinute)
+						e.WaitForEvictions(ctx)
+						e.flight.done = nil
+						clear(e.flight.inflight)
 					}
 					if err := e.Cycle(ctx, snap); err != nil {
 						b.Fatal(err)

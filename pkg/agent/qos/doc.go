@@ -1,4 +1,4 @@
-// Package qos is waterline-agent's node QoS executor (seeds 000 and 002):
+// Package qos is waterline-agent's node QoS executor (docs/design/node-qos.md):
 // every cycle it turns the NodeQOS objects that select its node into
 // waterlines, measures the node and its pods from the cycle's sample, asks
 // the pure planner (pkg/core/qos) what to do, and does it -- CPU quotas as

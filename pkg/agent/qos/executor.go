@@ -41,6 +41,7 @@ const Source resctl.Source = "qos"
 var (
 	_ agent.CycleModule       = &Executor{}
 	_ agent.StatusContributor = &Executor{}
+	_ agent.Runner            = &Executor{}
 )
 
 // Condition reasons the Executor writes.
@@ -98,7 +99,21 @@ type Executor struct {
 	// wouldEvict is when a dry-run eviction of a pod was last reported.
 	wouldEvict map[types.UID]time.Time
 	beWin      beWindow
-	bucket     tokenBucket
+	// bucket limits the evictions of every metric but memory (NodeQOS
+	// eviction.maxPerMinute); memBucket those of memory relief
+	// (Config.MemoryEvictionsPerMinute). Both are persisted.
+	bucket, memBucket tokenBucket
+
+	// Evictions run beside the loop (see evictions.go).
+	flight flight
+	// leaving are pods whose eviction the API server accepted, counted as
+	// releasing until the informer shows them terminating or gone.
+	leaving map[types.UID]time.Time
+	// pending are pods whose eviction failed for a reason that says
+	// nothing about the pod (timeout, API unreachable): counted as
+	// releasing until then, so no other pod is chosen meanwhile, then
+	// asked again.
+	pending map[types.UID]time.Time
 
 	// static caches candidates' pod-derived fields (see candidate).
 	static map[types.UID]coreqos.Candidate
@@ -110,7 +125,6 @@ type Executor struct {
 	cands       []coreqos.Candidate
 	intents     map[types.UID]resctl.Intent
 	nextApplied map[types.UID]int64
-	evicted     map[types.UID]struct{}
 
 	mu     sync.Mutex
 	status conditions
@@ -160,14 +174,18 @@ func New(cfg Config, d Deps) (*Executor, error) {
 	if reg == nil {
 		reg = coreqos.DefaultRegistry()
 	}
-	return &Executor{
+	e := &Executor{
 		cfg: cfg, d: d, metrics: m, qosReg: reg,
+		leaving: map[types.UID]time.Time{}, pending: map[types.UID]time.Time{},
 		applied: map[types.UID]int64{}, retryAt: map[types.UID]time.Time{}, static: map[types.UID]coreqos.Candidate{},
 		wouldEvict: map[types.UID]time.Time{},
 		byUID:      map[types.UID]*corev1.Pod{}, usage: map[types.UID]*collector.PodUsage{},
 		nodeUsage: coreqos.NodeUsage{}, intents: map[types.UID]resctl.Intent{},
-		nextApplied: map[types.UID]int64{}, evicted: map[types.UID]struct{}{},
-	}, nil
+		nextApplied: map[types.UID]int64{},
+	}
+	e.flight.inflight = map[types.UID]struct{}{}
+	e.loadBudgets()
+	return e, nil
 }
 
 // Name implements agent.CycleModule.
@@ -191,20 +209,19 @@ func (e *Executor) Cycle(ctx context.Context, s *agent.Snapshot) error {
 		errs = append(errs, err)
 	}
 	now := e.d.Clock.Now()
+	e.collectEvictions(logger, s.Node, now)
 	e.measure(s, now)
 	for m, v := range e.nodeUsage {
 		e.metrics.nodeUsage.WithLabelValues(string(m)).Set(float64(v))
 	}
+	e.markLeaving(now)
 	if cpu, ok := e.nodeUsage[coreqos.MetricCPU]; ok {
-		e.beWin.add(s.Time, cpu, coreqos.SampleBECPU(e.capacity.CPUMilli, cpu, e.cands), e.window)
+		e.beWin.add(s.Time, cpu, e.planner.SampleBECPU(cpu, e.cands), e.window)
 	}
 	node := coreqos.NodeState{Usage: e.nodeUsage, CPUWindow: e.beWin.average(s.Time, e.window)}
 	prev := e.h
 	plan := e.planner.Plan(node, e.cands, prev)
-	plan, err := e.evict(ctx, logger, s.Node, node, prev, plan, now)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	e.startEvictions(ctx, logger, &plan, now)
 	e.h = plan.Hysteresis
 	e.applyQuotas(logger, &plan, now)
 	e.setConditions(s.NodeMetric, &plan, now)
@@ -248,6 +265,7 @@ func (e *Executor) refresh(logger klog.Logger, s *agent.Snapshot) error {
 	e.hasLines = len(wl.Lines) > 0
 	e.policy = policyOf(selected)
 	e.bucket.setRate(e.policy.maxPerMinute, e.d.Clock.Now())
+	e.memBucket.setRate(*e.cfg.MemoryEvictionsPerMinute, e.d.Clock.Now())
 	lines := make([]string, 0, len(wl.Lines))
 	e.metrics.waterlines.Reset()
 	for _, l := range wl.Lines {
@@ -376,101 +394,6 @@ func (e *Executor) candidate(pod *corev1.Pod, u coreqos.PodUsage) coreqos.Candid
 }
 
 func milli(cores float64) int64 { return int64(math.Round(cores * 1000)) }
-
-// evict carries out the plan's evictions in order. A PodDisruptionBudget
-// refusal leaves the pod out for EvictionRetryAfter and plans again at
-// once -- the pods already evicted this cycle now count as leaving -- so
-// the planner picks the next pod. It stops at the rate limit or at an
-// error; the next cycle plans again.
-func (e *Executor) evict(ctx context.Context, logger klog.Logger, node *corev1.Node, ns coreqos.NodeState, prev coreqos.Hysteresis, plan coreqos.Plan, now time.Time) (coreqos.Plan, error) {
-	clear(e.evicted)
-	for replans := 0; len(plan.Evictions) > 0 && replans <= len(e.cands); replans++ {
-		blocked := false
-		for _, ev := range plan.Evictions {
-			if _, done := e.evicted[ev.Pod.UID]; done {
-				continue
-			}
-			pod := e.byUID[ev.Pod.UID]
-			if pod == nil {
-				continue
-			}
-			if r := extension.QoSProtection(pod); r != extension.NotProtected {
-				logger.Error(nil, "Refusing to evict a protected pod the planner chose", "pod", klog.KObj(pod), "reason", string(r))
-				continue
-			}
-			if e.policy.dryRun {
-				// The plan asks again every cycle while the pod stays;
-				// say so once a minute, not every second.
-				if last, ok := e.wouldEvict[ev.Pod.UID]; !ok || now.Sub(last) >= time.Minute {
-					e.wouldEvict[ev.Pod.UID] = now
-					e.metrics.evictions.WithLabelValues(resultDryRun).Inc()
-					logger.V(2).Info("Dry run: would evict pod", "pod", klog.KObj(pod), "metric", ev.Metric, "reason", ev.Reason)
-					e.d.Recorder.Eventf(pod, corev1.EventTypeNormal, "WouldEvict", "Dry run: node QoS would evict this pod: %s", ev.Reason)
-				}
-				e.evicted[ev.Pod.UID] = struct{}{}
-				continue
-			}
-			if !e.bucket.take(now) {
-				e.metrics.evictions.WithLabelValues(resultRateLimited).Inc()
-				logger.V(2).Info("Eviction rate limit reached; evicting again next cycle", "pod", klog.KObj(pod), "maxPerMinute", e.policy.maxPerMinute)
-				return plan, nil
-			}
-			err := e.d.Evictor.Evict(ctx, pod, e.policy.grace)
-			switch {
-			case err == nil:
-				e.evicted[ev.Pod.UID] = struct{}{}
-				e.metrics.evictions.WithLabelValues(resultEvicted).Inc()
-				logger.V(2).Info("Evicted pod", "pod", klog.KObj(pod), "metric", ev.Metric, "release", ev.Release, "gracePeriodSeconds", e.policy.grace, "reason", ev.Reason)
-				e.d.Recorder.Eventf(pod, corev1.EventTypeWarning, "Evicted", "Evicted by node QoS on %s: %s", node.Name, ev.Reason)
-				e.d.Recorder.Eventf(node, corev1.EventTypeWarning, "EvictedPod", "Node QoS evicted pod %s/%s: %s", pod.Namespace, pod.Name, ev.Reason)
-			case errors.Is(err, ErrEvictionBlocked):
-				e.bucket.refund()
-				e.retryAt[ev.Pod.UID] = now.Add(*e.cfg.EvictionRetryAfter)
-				e.metrics.evictions.WithLabelValues(resultBlocked).Inc()
-				logger.V(2).Info("Eviction blocked by a PodDisruptionBudget; planning again without the pod", "pod", klog.KObj(pod), "retryAfter", *e.cfg.EvictionRetryAfter, "err", err)
-				e.d.Recorder.Eventf(pod, corev1.EventTypeWarning, "EvictionBlocked", "Node QoS could not evict this pod: a PodDisruptionBudget forbids it; evicting another pod instead")
-				blocked = true
-			case errors.Is(err, ErrPodGone):
-				e.bucket.refund()
-				e.evicted[ev.Pod.UID] = struct{}{}
-				e.metrics.evictions.WithLabelValues(resultGone).Inc()
-				logger.V(4).Info("Pod to evict is already gone", "pod", klog.KObj(pod))
-			default:
-				e.metrics.evictions.WithLabelValues(resultError).Inc()
-				return plan, err
-			}
-			if blocked {
-				break
-			}
-		}
-		if !blocked {
-			break
-		}
-		e.replanCandidates(now)
-		plan = e.planner.Plan(ns, e.cands, prev)
-	}
-	return plan, nil
-}
-
-// replanCandidates drops the pods now waiting out a refusal and marks the
-// pods evicted this cycle as terminating, as the informer will soon show
-// them, so the planner counts what they release instead of choosing them
-// again.
-func (e *Executor) replanCandidates(now time.Time) {
-	out := e.cands[:0]
-	for _, c := range e.cands {
-		if t, ok := e.retryAt[c.UID]; ok && now.Before(t) {
-			continue
-		}
-		if _, ok := e.evicted[c.UID]; ok && c.Pod.DeletionTimestamp == nil {
-			p := c.Pod.DeepCopy()
-			p.DeletionTimestamp = &metav1.Time{Time: now}
-			c.Pod = p
-		}
-		out = append(out, c)
-	}
-	e.cands = out
-}
 
 // applyQuotas remembers the plan's quotas, states them to the reconciler
 // (none in dry run) and reports every change.

@@ -11,6 +11,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -95,117 +96,249 @@ func TestThrottleOnlyWhatIsNeeded(t *testing.T) {
 	}
 }
 
-// TestPDBBlockedEvictionMovesOnToTheNextPod: memory is 2 GiB over the
-// evict line; the largest Batch pod (a, 3 GiB) would close it, but a
-// PodDisruptionBudget refuses: the executor plans again without it and
-// evicts b (2.5 GiB) instead, with the NodeQOS grace period, an Event on
-// the pod and on the node. The Prod pod and the DaemonSet pod, larger than
-// both, are never asked about; a is not asked again until its retry time.
+// starvedCPU sets up the satisfaction-based CPU eviction on the 4-core test node: an
+// evict line at 50 %, a 1 s window, a Prod pod using 2.4 cores and n Batch
+// pods asking 1 core each and getting 0.3: starved (30 % < 60 %) and busy
+// (all of what the node leaves them). Eviction must remove request until
+// the rest would be 80 % satisfied.
+func starvedCPU(w *world, n int, policy *v1alpha1.EvictionPolicy) {
+	w.nqs = []*v1alpha1.NodeQOS{nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{EvictPercent: i32(50)}
+		s.CPUEviction = &v1alpha1.CPUEvictionPolicy{WindowSeconds: i64(2)}
+		s.AvoidanceCount = i32(1)
+		s.Eviction = policy
+	})}
+	w.addPod(resctltest.MakePod("prod").Band(extension.BandProd).Obj(), 2.4, 1)
+	for i := range n {
+		w.addPod(batchPod(fmt.Sprintf("p%d", i), time.Duration(i+1)*time.Hour), 0.3, 1)
+	}
+	w.nodeCPU, w.nodeMem = 2.4+0.3*float64(n), 2
+}
+
+// TestPDBBlockedEvictionMovesOnToTheNextPod: CPU eviction chooses pods; a
+// PodDisruptionBudget refuses one of them. The others are evicted
+// with the NodeQOS grace period; Events say so on the pods and the node.
+// The refused pod is left out of plans (the planner picks among the rest)
+// until its retry time; the Prod pod is never asked; nothing is deleted
+// past the PDB (CPU is not memory).
 func TestPDBBlockedEvictionMovesOnToTheNextPod(t *testing.T) {
+	w := newWorld(t)
+	starvedCPU(w, 5, &v1alpha1.EvictionPolicy{GracePeriodSeconds: i64(5)})
+	w.cycle() // fills the window
+	w.cycle()
+	w.cycle()
+	first := w.evictor.callList()
+	if len(first) == 0 {
+		t.Fatalf("no eviction with Batch pods starved over the evict line; events %v", w.events())
+	}
+	refused := first[0]
+	w.evictor.refuse[refused] = fmt.Errorf("wrapped: %w", qos.ErrEvictionBlocked)
+	// Start again with the refusal scripted: the executor has asked
+	// nobody yet.
+	w.evictor.calls, w.evictor.grace = nil, nil
+	w.restart()
+	w.evictor.refuse[refused] = fmt.Errorf("wrapped: %w", qos.ErrEvictionBlocked)
+	for range 5 {
+		w.cycle()
+	}
+	// The evictions of one cycle run side by side: their calls come in
+	// any order.
+	calls := w.evictor.callList()
+	asked := map[string]int{}
+	for _, c := range calls {
+		asked[c]++
+	}
+	if asked[refused] != 1 {
+		t.Errorf("%s asked %d times before its retry time: %v", refused, asked[refused], calls)
+	}
+	if len(asked) < len(first) {
+		t.Errorf("pods asked = %v, want at least the %d first chosen (%v)", calls, len(first), first)
+	}
+	if asked["prod"] > 0 {
+		t.Errorf("the Prod pod was asked to be evicted: %v", calls)
+	}
+	if g := w.evictor.grace[0]; g == nil || *g != 5 {
+		t.Errorf("grace period = %v, want 5 s from the NodeQOS", g)
+	}
+	ev := w.events()
+	for _, want := range []string{"Warning EvictionBlocked", "Warning Evicted Evicted by node QoS on n1", "Warning EvictedPod Node QoS evicted pod default/"} {
+		if countPrefix(ev, want) == 0 {
+			t.Errorf("want an event %q, got %v", want, ev)
+		}
+	}
+	if len(w.evictor.deletes) != 0 {
+		t.Errorf("CPU eviction deleted %v past a PDB; only memory relief may", w.evictor.deletes)
+	}
+	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_evictions_total", "result", "blocked")); got != 1 {
+		t.Errorf("blocked evictions metric = %v, want 1", got)
+	}
+}
+
+// TestMemoryReliefMovesPastPDB: memory is 2 GiB over the evict line; the
+// largest Batch pod (a, 3 GiB) has a PodDisruptionBudget that refuses.
+// Memory relief does not wait (kubelet's eviction does not): a is deleted
+// with the NodeQOS grace period, an Event says a PDB was overridden, and
+// no other pod is touched -- a alone closes the gap.
+func TestMemoryReliefMovesPastPDB(t *testing.T) {
 	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
 		s.Memory = &v1alpha1.MemoryWaterlines{EvictPercent: i32(75)}
 		s.Eviction = &v1alpha1.EvictionPolicy{GracePeriodSeconds: i64(5)}
 	}))
 	w.addPod(resctltest.MakePod("prod").Band(extension.BandProd).Obj(), 0.1, 6)
-	w.addPod(resctltest.MakePod("ds").Band(extension.BandBatch).OwnedBy("DaemonSet").Obj(), 0.1, 4)
 	w.addPod(batchPod("a", time.Hour), 0.1, 3)
-	b := w.addPod(batchPod("b", time.Hour), 0.1, 2.5)
-	w.addPod(batchPod("c", time.Hour), 0.1, 1)
-	// Line: 75 % of 16 GiB = 12 GiB; usage 14 GiB.
+	w.addPod(batchPod("b", time.Hour), 0.1, 2.5)
 	w.nodeCPU, w.nodeMem = 1, 14
 	w.evictor.refuse["a"] = fmt.Errorf("wrapped: %w", qos.ErrEvictionBlocked)
 
 	w.cycle()
-	if diff := cmp.Diff([]string{"a", "b"}, w.evictor.calls); diff != "" {
-		t.Fatalf("eviction calls (-want +got):\n%s", diff)
+	w.cycle()
+	w.cycle()
+	if diff := cmp.Diff([]string{"a"}, w.evictor.calls); diff != "" {
+		t.Errorf("eviction calls (-want +got):\n%s", diff)
 	}
-	if g := w.evictor.grace[1]; g == nil || *g != 5 {
-		t.Errorf("grace period = %v, want 5 s from the NodeQOS", g)
+	if diff := cmp.Diff([]string{"a"}, w.evictor.deletes); diff != "" {
+		t.Errorf("deletes past the PDB (-want +got):\n%s", diff)
 	}
 	ev := w.events()
-	for _, want := range []string{"Warning EvictionBlocked", "Warning Evicted Evicted by node QoS on n1", "Warning EvictedPod Node QoS evicted pod default/b"} {
-		if countPrefix(ev, want) != 1 {
-			t.Errorf("want one event %q, got %v", want, ev)
-		}
+	if countPrefix(ev, "Warning EvictedPastDisruptionBudget") != 1 || countPrefix(ev, "Warning EvictionBlocked") != 0 {
+		t.Errorf("events = %v, want one EvictedPastDisruptionBudget and no EvictionBlocked", ev)
 	}
-
-	// The informer shows b terminating: what it releases is pending, and a
-	// is waiting out its refusal: nobody is asked.
-	b.DeletionTimestamp = &metav1.Time{Time: w.clock.Now()}
-	w.cycle()
-	if len(w.evictor.calls) != 2 {
-		t.Errorf("calls while b terminates = %v, want no new one", w.evictor.calls)
-	}
-	// b is gone, memory did not drop (say the page cache refilled): after
-	// the retry time a is asked again, and refuses again; c (1 GiB) is
-	// evicted, all that is left to close the gap.
-	w.pods = slicesDelete(w.pods, b)
-	w.clock.Step(qos.DefaultEvictionRetryAfter)
-	w.cycle()
-	if diff := cmp.Diff([]string{"a", "b", "a", "c"}, w.evictor.calls); diff != "" {
-		t.Errorf("eviction calls after the retry time (-want +got):\n%s", diff)
-	}
-	for _, name := range w.evictor.calls {
-		if name == "prod" || name == "ds" {
-			t.Errorf("a protected pod (%s) was asked to be evicted", name)
-		}
-	}
-	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_evictions_total", "result", "blocked")); got != 2 {
-		t.Errorf("blocked evictions metric = %v, want 2", got)
+	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_evictions_total", "result", "deleted_past_pdb")); got != 1 {
+		t.Errorf("deleted_past_pdb metric = %v, want 1", got)
 	}
 }
 
-func slicesDelete(pods []*corev1.Pod, p *corev1.Pod) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, q := range pods {
-		if q != p {
-			out = append(out, q)
-		}
-	}
-	return out
-}
-
-// TestEvictionRateLimit: 4 pods must go but maxPerMinute is 2: two now,
-// none a second later, one more when the bucket refilled half a minute
-// later.
-func TestEvictionRateLimit(t *testing.T) {
+// TestMemoryEvictionsHaveTheirOwnBudget: the NodeQOS allows one eviction
+// a minute, but memory is 4 GiB over its evict line: the four 1 GiB pods
+// needed all go in the first cycle, on the memory budget.
+func TestMemoryEvictionsHaveTheirOwnBudget(t *testing.T) {
 	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
 		s.Memory = &v1alpha1.MemoryWaterlines{EvictPercent: i32(50)}
-		s.Eviction = &v1alpha1.EvictionPolicy{MaxPerMinute: i32(2)}
+		s.Eviction = &v1alpha1.EvictionPolicy{MaxPerMinute: i32(1)}
 	}))
 	for i := range 5 {
 		w.addPod(batchPod(fmt.Sprintf("p%d", i), time.Duration(i)*time.Hour), 0.1, 1)
 	}
-	// Line 8 GiB, usage 12 GiB: four 1 GiB pods must go.
 	w.nodeCPU, w.nodeMem = 1, 12
-	terminate := func() {
-		for _, p := range w.pods {
-			for _, c := range w.evictor.calls {
-				if p.Name == c && p.DeletionTimestamp == nil {
-					p.DeletionTimestamp = &metav1.Time{Time: w.clock.Now()}
-				}
-			}
-		}
+	w.cycle()
+	if n := len(w.evictor.calls); n != 4 {
+		t.Errorf("memory evictions in the first cycle = %v, want 4 although maxPerMinute is 1", w.evictor.calls)
+	}
+}
+
+// TestEvictionRateLimit: four starved Batch pods must go for CPU but
+// maxPerMinute is 2: two now, none a second later, one more when the
+// bucket refilled half a minute later.
+func TestEvictionRateLimit(t *testing.T) {
+	w := newWorld(t)
+	starvedCPU(w, 5, &v1alpha1.EvictionPolicy{MaxPerMinute: i32(2)})
+	w.cycle()
+	w.cycle()
+	w.cycle()
+	if n := len(w.evictor.calls); n != 2 {
+		t.Fatalf("evictions in the first cycles = %v, want 2", w.evictor.calls)
 	}
 	w.cycle()
-	terminate()
-	if len(w.evictor.calls) != 2 {
-		t.Fatalf("evictions in the first cycle = %v, want 2", w.evictor.calls)
-	}
-	w.cycle()
-	terminate()
-	if len(w.evictor.calls) != 2 {
+	if n := len(w.evictor.calls); n != 2 {
 		t.Errorf("evictions a second later = %v, want still 2", w.evictor.calls)
 	}
-	w.clock.Step(29 * time.Second) // 1 + 1 + 29 + 1 = 32 s: one token back.
-	w.cycle()
-	if len(w.evictor.calls) != 3 {
+	// 30 s after the first: one token back (the window starts again after
+	// the jump and is full at the third cycle).
+	w.clock.Step(28 * time.Second)
+	for range 3 {
+		w.cycle()
+	}
+	if n := len(w.evictor.calls); n != 3 {
 		t.Errorf("evictions after half a minute = %v, want 3", w.evictor.calls)
 	}
-	// Each cycle stops at the first eviction the bucket refuses: the third
-	// pod in cycle 1, the first in cycle 2, the second in cycle 3.
-	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_evictions_total", "result", "rate_limited")); got != 3 {
-		t.Errorf("rate-limited metric = %v, want 3", got)
+	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_evictions_total", "result", "rate_limited")); got < 2 {
+		t.Errorf("rate-limited metric = %v, want at least 2", got)
+	}
+}
+
+// TestEvictionBudgetSurvivesRestarts: maxPerMinute 2 and several starved
+// pods that must go. Two are evicted; the agent restarts twice within
+// three seconds (the budget is in its state directory): nobody else is
+// evicted until the budget refills, one pod per 30 s (without the
+// persisted budget each restart hands out two more: six in three seconds).
+func TestEvictionBudgetSurvivesRestarts(t *testing.T) {
+	w := newWorld(t)
+	starvedCPU(w, 5, &v1alpha1.EvictionPolicy{MaxPerMinute: i32(2)})
+	w.cycle()
+	w.cycle()
+	w.cycle()
+	if n := len(w.evictor.calls); n != 2 {
+		t.Fatalf("evictions before the restarts = %v, want 2", w.evictor.calls)
+	}
+	total := 0
+	for range 2 {
+		w.restart()
+		for range 3 {
+			w.cycle()
+		}
+		total += len(w.evictor.calls)
+	}
+	if total != 0 {
+		t.Errorf("evictions in the 4 s after two restarts = %d, want none (2 were spent before)", total)
+	}
+	w.restart()
+	w.clock.Step(23 * time.Second)
+	for range 3 {
+		w.cycle()
+	}
+	if got := len(w.evictor.calls); got != 1 {
+		t.Errorf("evictions 30-32 s after the first two = %v, want 1", w.evictor.calls)
+	}
+}
+
+// TestHangingEvictionDoesNotStallTheLoop: the API server does not answer
+// (a partition). The cycle that asks for an eviction returns at once and
+// keeps throttling on its beat; the eviction gives up after its timeout
+// and is asked again a few seconds later, without another pod being
+// chosen meanwhile.
+func TestHangingEvictionDoesNotStallTheLoop(t *testing.T) {
+	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.Memory = &v1alpha1.MemoryWaterlines{EvictPercent: i32(75)}
+		s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: i32(50)}
+		s.AvoidanceCount = i32(1)
+	}))
+	w.cfg.EvictionTimeout = ptr.To(time.Second)
+	w.restart()
+	w.evictor.hang = true
+	w.addPod(batchPod("a", time.Hour), 0.2, 3)
+	w.addPod(batchPod("b", 2*time.Hour), 1.5, 1)
+	w.addPod(batchPod("c", 3*time.Hour), 1.5, 0.5)
+	w.nodeCPU, w.nodeMem = 3.5, 14
+
+	ctx := w.t.Context()
+	for i := range 3 {
+		w.clock.Step(time.Second)
+		start := time.Now()
+		if err := w.ex.Cycle(ctx, w.snapshot()); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > 200*time.Millisecond {
+			t.Errorf("cycle %d took %v with an eviction hanging, want well under the 1 s beat", i+1, took)
+		}
+		if len(w.quotas()) == 0 {
+			t.Errorf("cycle %d: nothing throttled while an eviction hangs", i+1)
+		}
+	}
+	if got := w.evictor.callList(); !cmp.Equal(got, []string{"a"}) {
+		t.Errorf("eviction calls while the first hangs = %v, want [a] only", got)
+	}
+	w.ex.WaitForEvictions(ctx) // the 1 s timeout
+	w.cycle()
+	if got := w.evictor.callList(); !cmp.Equal(got, []string{"a"}) {
+		t.Errorf("eviction calls right after the timeout = %v, want [a] only (b is not chosen in a's place)", got)
+	}
+	w.clock.Step(5 * time.Second)
+	w.cycle()
+	if got := w.evictor.callList(); !cmp.Equal(got, []string{"a", "a"}) {
+		t.Errorf("eviction calls 5 s after the timeout = %v, want a asked again", got)
+	}
+	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_evictions_total", "result", "error")); got < 1 {
+		t.Errorf("error evictions metric = %v, want at least 1", got)
 	}
 }
 
@@ -443,3 +576,13 @@ func TestNewValidates(t *testing.T) {
 }
 
 func ptrDuration(d time.Duration) *time.Duration { return &d }
+
+func slicesDelete(pods []*corev1.Pod, p *corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, q := range pods {
+		if q != p {
+			out = append(out, q)
+		}
+	}
+	return out
+}

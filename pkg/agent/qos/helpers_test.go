@@ -3,6 +3,7 @@ package qos_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -42,14 +43,37 @@ type scriptedEvictor struct {
 	refuse map[string]error
 	calls  []string
 	grace  []*int64
+	// deletes are the pods deleted past a refusal (memory relief).
+	deletes []string
+	// hang, when set, makes every call wait until the request's context
+	// ends, as a request to a partitioned API server does.
+	hang bool
 }
 
-func (s *scriptedEvictor) Evict(_ context.Context, pod *corev1.Pod, grace *int64) error {
+func (s *scriptedEvictor) Evict(ctx context.Context, pod *corev1.Pod, grace *int64) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.calls = append(s.calls, pod.Name)
 	s.grace = append(s.grace, grace)
-	return s.refuse[pod.Name]
+	hang, err := s.hang, s.refuse[pod.Name]
+	s.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return err
+}
+
+func (s *scriptedEvictor) Delete(ctx context.Context, pod *corev1.Pod, grace *int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deletes = append(s.deletes, pod.Name)
+	return nil
+}
+
+func (s *scriptedEvictor) callList() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...)
 }
 
 // world is one node and an executor acting on it.
@@ -70,6 +94,9 @@ type world struct {
 	// conditions whenever a cycle asked for a report.
 	nm   *v1alpha1.NodeMetric
 	pods []*corev1.Pod
+	// cfg is the executor's configuration, kept across restarts (its
+	// StatePath is the agent's state directory).
+	cfg qos.Config
 	// use is each pod's usage by name: cores and bytes.
 	use               map[string]usage
 	nodeCPU, nodeMem  float64
@@ -94,6 +121,7 @@ func newWorld(t *testing.T, nqs ...*v1alpha1.NodeQOS) *world {
 		},
 		nqs: nqs,
 		use: map[string]usage{},
+		cfg: qos.Config{StatePath: filepath.Join(t.TempDir(), qos.StateFile)},
 		nm: &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1alpha1.NodeMetricStatus{Conditions: []metav1.Condition{
 			{Type: v1alpha1.ConditionForbidScheduling, Status: metav1.ConditionFalse, Reason: "UnderWaterline"},
 			{Type: v1alpha1.ConditionThrottling, Status: metav1.ConditionFalse, Reason: "NoneThrottled"},
@@ -117,7 +145,7 @@ func (w *world) restart() {
 	w.evictor = &scriptedEvictor{refuse: map[string]error{}}
 	w.recorder = record.NewFakeRecorder(1000)
 	w.reg = prometheus.NewRegistry()
-	w.ex, err = qos.New(qos.Config{}, qos.Deps{
+	w.ex, err = qos.New(w.cfg, qos.Deps{
 		Evictor: w.evictor, Reconciler: w.rc, Recorder: w.recorder, Clock: w.clock, Registry: w.reg,
 		RequestReport: func() { w.reports++ },
 	})
@@ -158,6 +186,9 @@ func (w *world) cycle() {
 	if err := w.ex.Cycle(w.t.Context(), w.snapshot()); err != nil {
 		w.t.Fatalf("Cycle: %v", err)
 	}
+	// Evictions run beside the loop; the next cycle takes in their
+	// results. Waiting here keeps the tests deterministic.
+	w.ex.WaitForEvictions(w.t.Context())
 	if w.reports > before {
 		// The reporter writes early: the next cycle sees it.
 		nm := w.nm.DeepCopy()

@@ -14,6 +14,8 @@ const (
 	resultError       = "error"
 	resultRateLimited = "rate_limited"
 	resultDryRun      = "dry_run"
+	resultDeleted     = "deleted_past_pdb"
+	resultThrottled   = "api_throttled"
 )
 
 type metrics struct {
@@ -40,7 +42,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"dry_run"}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "waterline_agent_qos_evictions_total",
-			Help: "Node QoS evictions by result: evicted, blocked (PodDisruptionBudget), gone, error, rate_limited, dry_run.",
+			Help: "Node QoS evictions by result: evicted, blocked (PodDisruptionBudget), deleted_past_pdb (memory relief), api_throttled (429 not from a PodDisruptionBudget), gone, error, rate_limited, dry_run.",
 		}, []string{"result"}),
 		throttledPods: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "waterline_agent_qos_throttled_pods",

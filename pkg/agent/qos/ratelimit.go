@@ -43,3 +43,19 @@ func (b *tokenBucket) take(now time.Time) bool {
 func (b *tokenBucket) refund() {
 	b.tokens = min(float64(b.perMinute), b.tokens+1)
 }
+
+// bucketState is a tokenBucket as the executor's state file keeps it, so
+// that a restart does not hand out a fresh burst.
+type bucketState struct {
+	PerMinute int32     `json:"perMinute"`
+	Tokens    float64   `json:"tokens"`
+	Last      time.Time `json:"last"`
+}
+
+func (b *tokenBucket) state() bucketState {
+	return bucketState{PerMinute: b.perMinute, Tokens: b.tokens, Last: b.last}
+}
+
+func (b *tokenBucket) restore(s bucketState) {
+	b.perMinute, b.tokens, b.last = s.PerMinute, s.Tokens, s.Last
+}

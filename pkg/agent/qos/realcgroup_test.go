@@ -28,7 +28,7 @@ import (
 const (
 	realNodeCPU = "2"
 	// tolerance of "under the line": the planner closes the gap exactly
-	// (seed 000), so the next sample lands on the line give or take the
+	// (docs/design/node-qos.md#precise-action), so the next sample lands on the line give or take the
 	// burners' jitter and one /proc/stat jiffy (10 ms per second = 10m):
 	// 2 % of the node.
 	lineTolerance = 40

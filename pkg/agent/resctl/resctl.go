@@ -56,6 +56,12 @@ type Reconciler struct {
 	// every pod of the node.
 	seen, present map[types.UID]struct{}
 
+	// marks are the agent's persisted record of the cgroups it changed
+	// (see Mark); nil until UseMarks.
+	marks      map[types.UID]*Mark
+	marksPath  string
+	marksDirty bool
+
 	writes      *prometheus.CounterVec
 	refusedCtr  *prometheus.CounterVec
 	writeErrors int
@@ -187,6 +193,12 @@ func (r *Reconciler) Cycle(ctx context.Context, s *agent.Snapshot) error {
 		r.present[pod.UID] = struct{}{}
 		intents := r.intentsFor(logger, pod)
 		st := r.pods[pod.UID]
+		if m := r.marks[pod.UID]; st == nil && m != nil {
+			// A previous run changed this pod's cgroup: heal it whatever
+			// the pod has become since (protected, terminating).
+			st = stateFromMark(m)
+			r.pods[pod.UID] = st
+		}
 		heal := st == nil && mayHoldOurQuota(pod)
 		if len(intents) == 0 && st == nil && !heal {
 			continue
@@ -199,6 +211,23 @@ func (r *Reconciler) Cycle(ctx context.Context, s *agent.Snapshot) error {
 		if err := r.reconcile(logger, pod, st, intents); err != nil {
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 		}
+		r.syncMark(pod, st)
+	}
+	// Marked pods the node no longer lists (deleted from the API while
+	// their containers still run, or while the agent was down): undo
+	// from the marks alone, once the pod list is known to be whole.
+	if s.PodsComplete {
+		for uid, m := range r.marks {
+			if _, ok := r.present[uid]; ok {
+				continue
+			}
+			if err := r.restoreMark(logger, m); err != nil {
+				errs = append(errs, fmt.Errorf("pod %s/%s (no longer listed): %w", m.Namespace, m.Name, err))
+				continue
+			}
+			delete(r.marks, uid)
+			r.marksDirty = true
+		}
 	}
 	// Pods gone from the node: their cgroups are gone too.
 	for uid, st := range r.pods {
@@ -210,6 +239,11 @@ func (r *Reconciler) Cycle(ctx context.Context, s *agent.Snapshot) error {
 	for k := range r.refused {
 		if _, ok := r.present[k.uid]; !ok {
 			delete(r.refused, k)
+		}
+	}
+	if r.marksDirty {
+		if err := r.saveMarks(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -441,6 +475,9 @@ func (r *Reconciler) reconcileQuota(logger klog.Logger, pod *corev1.Pod, st *pod
 		logger.V(2).Info("Raising a CPU quota a previous run left below kubelet's", "pod", klog.KObj(pod), "from", quotaOf(cur), "to", quotaString(want))
 	}
 	if !quotaEqual(cur, want) {
+		if want != kubelet.CPUQuotaMilli {
+			r.markAhead(logger, pod, st, kubelet, func(st *podState) { st.quota = true })
+		}
 		if err := r.setQuota(logger, pod, st, cg, cur, want, heal); err != nil {
 			r.count(resourceCPUQuota, err)
 			return err
@@ -472,7 +509,7 @@ func (r *Reconciler) setQuota(logger klog.Logger, pod *corev1.Pod, st *podState,
 	v1 := r.layout.Version() == cgroups.V1
 	lowering := target.QuotaMicros != Unlimited && (cur.QuotaMicros == Unlimited || quotaExceeds(cur, target))
 	if v1 && lowering {
-		if err := r.lowerContainers(logger, st, cg, target); err != nil {
+		if err := r.lowerContainers(logger, pod, st, cg, target); err != nil {
 			return err
 		}
 	}
@@ -492,7 +529,7 @@ func (r *Reconciler) setQuota(logger klog.Logger, pod *corev1.Pod, st *podState,
 
 // lowerContainers lowers every container quota above target to target,
 // remembering what it had.
-func (r *Reconciler) lowerContainers(logger klog.Logger, st *podState, cg string, target cgroups.CPUQuota) error {
+func (r *Reconciler) lowerContainers(logger klog.Logger, pod *corev1.Pod, st *podState, cg string, target cgroups.CPUQuota) error {
 	ctrs, err := r.layout.ContainerCgroups(cg)
 	if err != nil {
 		return err
@@ -512,7 +549,7 @@ func (r *Reconciler) lowerContainers(logger klog.Logger, st *podState, cg string
 			st.containers = map[string]cgroups.CPUQuota{}
 		}
 		if _, ok := st.containers[c.Cgroup]; !ok {
-			st.containers[c.Cgroup] = cq
+			r.markAhead(logger, pod, st, st.kubelet, func(st *podState) { st.containers[c.Cgroup] = cq })
 		}
 		lowered := rescale(target, cq.PeriodMicros)
 		if _, err := r.layout.SetCPUQuota(c.Cgroup, lowered); err != nil {
@@ -635,6 +672,9 @@ func (r *Reconciler) reconcileShares(logger klog.Logger, pod *corev1.Pod, st *po
 	}
 	want := d.CPUShares
 	if !r.sharesEqual(cur, want) {
+		if want != kubelet.CPUShares {
+			r.markAhead(logger, pod, st, kubelet, func(st *podState) { st.shares = true })
+		}
 		_, err := r.layout.SetCPUShares(cg, want)
 		r.count(resourceCPUShares, err)
 		if err != nil {
@@ -662,6 +702,9 @@ func (r *Reconciler) reconcileMemory(logger klog.Logger, pod *corev1.Pod, st *po
 	}
 	want := d.MemoryBytes
 	if !memoryEqual(cur, want) {
+		if want != kubelet.MemoryBytes {
+			r.markAhead(logger, pod, st, kubelet, func(st *podState) { st.memory = true })
+		}
 		_, err := r.layout.SetMemoryLimit(cg, want)
 		r.count(resourceMemoryLimit, err)
 		if err != nil {

@@ -6,8 +6,9 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 )
 
-// Estimates of a pod that asks for no cpu or memory at all (seed 001,
-// Koordinator's DefaultMilliCPURequest and DefaultMemoryRequest).
+// Estimates of a pod that asks for no cpu or memory at all
+// (docs/design/loadaware.md#estimation, Koordinator's DefaultMilliCPURequest
+// and DefaultMemoryRequest).
 const (
 	DefaultMilliCPU = 250               // 250m
 	DefaultMemory   = 200 * 1024 * 1024 // 200Mi
@@ -49,6 +50,11 @@ type Config struct {
 	// ProdUsageIncludePrediction makes Prod pods filter on
 	// max(Prod usage, status.prodPeak).
 	ProdUsageIncludePrediction bool
+	// NodeUsageIncludePrediction makes every pod not judged by Prod usage
+	// filter on Metric.PredictedNodeUsage instead of node usage.
+	NodeUsageIncludePrediction bool
+	// ScoreAccordingPrediction makes Score use the predicted load.
+	ScoreAccordingPrediction bool
 	// ScoreAccordingProdUsage makes Prod pods score nodes by Prod usage.
 	ScoreAccordingProdUsage bool
 	// ScoreAggregation, when set, makes the score use a percentile

@@ -6,8 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Seed 001's defaults. The scheduler's LoadAwareArgs defaulting and the
-// simulator take them from here, so the two cannot drift.
+// LoadAware's defaults, those of Koordinator load-aware scheduling
+// (docs/design/loadaware.md#args-and-defaults). The scheduler's LoadAwareArgs
+// defaulting and the simulator take them from here, so the two cannot drift.
 
 // DefaultNodeMetricExpiration is how old a NodeMetric may get before its
 // node is treated as not reporting.

@@ -176,14 +176,23 @@ func (c *Config) scalingFactors(pod *corev1.Pod) (Vector, error) {
 }
 
 // seconds reads a forced-estimation annotation: whole seconds, at least 0.
+// maxAnnotatedSeconds bounds a window given in a pod annotation.
+const maxAnnotatedSeconds = 365 * 24 * 3600
+
 func seconds(pod *corev1.Pod, key string, def time.Duration) (time.Duration, error) {
 	raw, ok := pod.Annotations[key]
 	if !ok {
 		return def, nil
 	}
 	s, err := strconv.ParseInt(raw, 10, 64)
-	if err == nil && s < 0 {
+	switch {
+	case err != nil:
+	case s < 0:
 		err = errors.New("must be at least 0")
+	case s > maxAnnotatedSeconds:
+		// Beyond this a time.Duration wraps negative and the window would
+		// silently close; a year is longer than any estimation window.
+		err = fmt.Errorf("must be at most %d (a year)", maxAnnotatedSeconds)
 	}
 	if err != nil {
 		return def, fmt.Errorf("ignoring annotation %s=%q of pod %s/%s: %w", key, raw, pod.Namespace, pod.Name, err)

@@ -2,16 +2,22 @@ package loadaware
 
 import (
 	"iter"
+	"math/bits"
 	"time"
 )
 
 // NeedsEstimate reports whether the metric may not show all of the pod's
-// load yet, so that its estimate must stand in for (part of) it (seed 001):
+// load yet, so that its estimate must stand in for (part of) it:
 //
 //   - the pod is not in the report at all;
-//   - it was scheduled within the report interval before the report
-//     (updateTime − reportInterval < scheduledAt): the report averages over
-//     a window the pod only partly ran in, if at all;
+//   - it has run for less than the metric's averaging window before the
+//     report (updateTime − window < scheduledAt): node usage is an average
+//     over that window (300 s by default), so it holds only the share of
+//     the pod's load the pod ran for. The source documents (and
+//     Koordinator) use the report interval (60 s) here, which treats a pod
+//     as fully reported after a minute while the average still holds a
+//     fifth of it -- a burst of pods then piles onto nodes that look cold
+//     for minutes. The longer of the two windows is used;
 //   - it is inside a forced window: AfterScheduled after scheduling, or
 //     AfterInitialized after initialization -- and, when that window is on,
 //     before initialization too, since a pod still initializing has not
@@ -40,29 +46,65 @@ func (p *AssignedPod) NeedsEstimate(m *Metric, now time.Time) (needed bool, unti
 	if _, reported := m.PodUsage[p.Key]; !reported {
 		return true, time.Time{}
 	}
-	return m.UpdateTime.Add(-m.ReportInterval).Before(p.ScheduledAt), time.Time{}
+	return m.UpdateTime.Add(-m.averagingWindow()).Before(p.ScheduledAt), time.Time{}
+}
+
+// averagingWindow is the averaging window of the metric's usage: the longer of the
+// aggregation window and the report interval.
+func (m *Metric) averagingWindow() time.Duration { return max(m.AggregateWindow, m.ReportInterval) }
+
+// reflectedPerTenThousand is the share, in 1/10000, of a pod's reported
+// usage that node usage holds: the part of the averaging window the pod
+// ran in before the report, in [0, 10000].
+func (p *AssignedPod) reflectedPerTenThousand(m *Metric) int64 {
+	w := m.averagingWindow()
+	ran := m.UpdateTime.Sub(p.ScheduledAt)
+	switch {
+	case ran <= 0:
+		return 0
+	case w <= 0 || ran >= w:
+		return 10000
+	}
+	return int64(ran / (w / 10000))
 }
 
 // Excess is the part of the pod's estimated load the metric does not show:
 // zero when the pod needs no estimate; otherwise the estimate, raised to the
-// reported usage and capped at the limit, minus the reported usage, floored
-// at 0. Adding Excess to node usage counts a reported pod once: its reported
-// usage is already inside node usage, so only what the estimate says on top
-// of it is added.
+// reported usage and capped at the limit, minus the share of the reported
+// usage that node usage holds (the part of the averaging window the pod
+// ran in), floored at 0. Adding Excess to node usage counts a reported pod
+// once: node usage − its share + its estimate = node usage + excess.
 func (p *AssignedPod) Excess(m *Metric, now time.Time) (excess Vector, until time.Time) {
 	needed, until := p.NeedsEstimate(m, now)
 	if !needed {
 		return Vector{}, until
 	}
-	usage := m.PodUsage[p.Key]
+	usage, reported := m.PodUsage[p.Key]
+	share := int64(0)
+	if reported {
+		share = p.reflectedPerTenThousand(m)
+	}
 	for i := range excess {
 		est := max(p.Estimate[i], usage[i])
 		if p.Limit[i] > 0 {
 			est = min(est, p.Limit[i])
 		}
-		excess[i] = max(0, est-usage[i])
+		excess[i] = max(0, est-scaleShare(usage[i], share))
 	}
 	return excess, until
+}
+
+// scaleShare is ⌊v × share / 10000⌋, in 128 bits for byte counts.
+func scaleShare(v, share int64) int64 {
+	if v <= 0 || share <= 0 {
+		return 0
+	}
+	if share >= 10000 {
+		return v
+	}
+	hi, lo := bits.Mul64(uint64(v), uint64(share))
+	q, _ := bits.Div64(hi, lo, 10000)
+	return int64(q)
 }
 
 // NodeExcess sums Excess over the pods assigned to a node: all of them, and

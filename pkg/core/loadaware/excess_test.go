@@ -12,8 +12,9 @@ import (
 
 func TestExcess(t *testing.T) {
 	c := mustConfig(t, defaultSpec())
-	// The agent reported at t0 with a 60 s interval: pods scheduled after
-	// t0 − 60 s are only partly in the report.
+	// The agent reported at t0 with a 60 s interval, averaging over the
+	// default 300 s window: pods scheduled after t0 − 300 s are only the
+	// part of the window they ran in. Shares below are of 10000.
 	reported := c.NewMetric(makeMetric("n", t0).reportInterval(60).
 		pod("ns", "low", extension.BandProd, "cpu", "300m", "memory", "256Mi").
 		pod("ns", "high", extension.BandProd, "cpu", "1500m", "memory", "1536Mi").
@@ -36,25 +37,35 @@ func TestExcess(t *testing.T) {
 		pod:  pod("ns/low", t0.Add(-10*time.Minute)),
 		want: Vector{},
 	}, {
-		name: "reported, scheduled inside the report window: estimate minus usage",
+		name: "reported, ran 30 s of the 300 s window: estimate minus a tenth of its usage",
 		pod:  pod("ns/low", t0.Add(-30*time.Second)),
-		// t0 − 60 s < t0 − 30 s: (1000 − 300, 1024Mi − 256Mi) = (700m, 768Mi).
-		want: vec(700, 768*Mi),
+		// (1000 − 300 × 0.1, 1Gi − 256Mi × 0.1).
+		want: vec(970, 1*Gi-256*Mi/10),
 	}, {
-		name: "scheduled exactly at the window start is fully reported",
+		name: "a report interval after scheduling, the average holds a fifth of the pod",
 		pod:  pod("ns/low", t0.Add(-60*time.Second)),
-		// t0 − 60 s < t0 − 60 s is false.
+		// The source documents' rule (updateTime − 60 s < scheduledAt is
+		// false) would add nothing; node usage holds 60/300 of the pod.
+		want: vec(1000-60, 1*Gi-256*Mi/5),
+	}, {
+		name: "scheduled exactly one averaging window before is fully reported",
+		pod:  pod("ns/low", t0.Add(-300*time.Second)),
 		want: Vector{},
 	}, {
-		name: "usage above the estimate: nothing on top",
+		name: "burst: a busy pod 2 minutes in is 40 % in the average",
+		pod:  pod("ns/high", t0.Add(-2*time.Minute)),
+		// estimate raised to its usage (1500m, 1.5Gi) − 40 % of that usage.
+		want: vec(1500-600, 1536*Mi-1536*Mi*4/10),
+	}, {
+		name: "usage above the estimate: the part not yet in the average",
 		pod:  pod("ns/high", t0.Add(-30*time.Second)),
-		// max(1000, 1500) − 1500 = 0; max(1Gi, 1.5Gi) − 1.5Gi = 0.
-		want: Vector{},
+		// max(1000, 1500) − 150 = 1350; 1.5Gi − 0.15Gi.
+		want: vec(1350, 1536*Mi-1536*Mi/10),
 	}, {
-		name: "usage above the limit is capped: nothing on top",
+		name: "usage above the limit is capped",
 		pod:  pod("ns/over", t0.Add(-30*time.Second)),
-		// cpu min(max(1000, 2500), 2000) − 2500 < 0 → 0; memory 1Gi − 256Mi = 768Mi.
-		want: vec(0, 768*Mi),
+		// cpu min(max(1000, 2500), 2000) − 250 = 1750; memory 1Gi − 25.6Mi.
+		want: vec(1750, 1*Gi-256*Mi/10),
 	}, {
 		name: "forced window after scheduling",
 		pod: func() AssignedPod {
@@ -62,8 +73,8 @@ func TestExcess(t *testing.T) {
 			p.AfterScheduled = 5 * time.Minute
 			return p
 		}(),
-		// Outside the report window but inside t0 − 2m + 5m = t0 + 3m.
-		want:      vec(700, 768*Mi),
+		// Inside t0 − 2m + 5m = t0 + 3m; 120 of 300 s in the average.
+		want:      vec(1000-120, 1*Gi-256*Mi*4/10),
 		wantUntil: t0.Add(3 * time.Minute),
 	}, {
 		name: "forced window after scheduling is over",
@@ -109,7 +120,7 @@ func TestExcess(t *testing.T) {
 			p.AfterInitialized = 2 * time.Minute
 			return p
 		}(),
-		want:      vec(700, 768*Mi),
+		want:      vec(1000-120, 1*Gi-256*Mi*4/10),
 		wantUntil: t0.Add(3 * time.Minute),
 	}}
 	for _, tc := range tests {
@@ -136,18 +147,19 @@ func TestNodeExcess(t *testing.T) {
 		{Key: "ns/a", Prod: true, Estimate: vec(1000, 1*Gi), ScheduledAt: old},
 		// Not reported: (500m, 512Mi), Batch.
 		{Key: "ns/b", Estimate: vec(500, 512*Mi), ScheduledAt: old},
-		// Reported, forced until t0 + 1m: (1000 − 300, 1024Mi − 256Mi) = (700m, 768Mi), Prod.
+		// Reported, forced until t0 + 1m, 60 of 300 s in the average:
+		// (1000 − 300/5, 1Gi − 256Mi/5) = (940m, 1Gi − 51.2Mi), Prod.
 		{Key: "ns/c", Prod: true, Estimate: vec(1000, 1*Gi), ScheduledAt: t0.Add(-time.Minute), AfterScheduled: 2 * time.Minute},
-		// Reported, forced until t0 + 4m: (400 − 100, 256Mi − 0) = (300m, 256Mi), Batch.
+		// Reported, forced until t0 + 4m: (400 − 100/5, 256Mi − 0) = (380m, 256Mi), Batch.
 		{Key: "ns/d", Estimate: vec(400, 256*Mi), ScheduledAt: t0.Add(-time.Minute), AfterScheduled: 5 * time.Minute},
 	}
 	all, prod, until := NodeExcess(slices.Values(pods), m, t0.Add(10*time.Second))
-	// all: cpu 1000 + 500 + 700 + 300 = 2500m; memory 1024 + 512 + 768 + 256 = 2560Mi.
-	if diff := cmp.Diff(vec(2500, 2560*Mi), all); diff != "" {
+	// all: cpu 1000 + 500 + 940 + 380 = 2820m; memory 1Gi + 512Mi + (1Gi − 51.2Mi) + 256Mi.
+	if diff := cmp.Diff(vec(2820, 2816*Mi-256*Mi/5), all); diff != "" {
 		t.Errorf("all (-want +got):\n%s", diff)
 	}
-	// prod: cpu 1000 + 700 = 1700m; memory 1024 + 768 = 1792Mi.
-	if diff := cmp.Diff(vec(1700, 1792*Mi), prod); diff != "" {
+	// prod: cpu 1000 + 940 = 1940m; memory 2Gi − 51.2Mi.
+	if diff := cmp.Diff(vec(1940, 2*Gi-256*Mi/5), prod); diff != "" {
 		t.Errorf("prod (-want +got):\n%s", diff)
 	}
 	if want := t0.Add(time.Minute); !until.Equal(want) {

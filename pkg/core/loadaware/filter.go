@@ -1,6 +1,10 @@
 package loadaware
 
-import "time"
+import (
+	"math"
+	"math/bits"
+	"time"
+)
 
 // Reason says why Filter refused a node.
 type Reason uint8
@@ -60,8 +64,10 @@ type Judgement struct {
 // Filter decides whether the pod may go to the node, in this order:
 //
 //  1. DaemonSet pods always fit: they must run on every node.
-//  2. A node without a NodeMetric fits: its load is unknown, so LoadAware
-//     steps aside, as Koordinator does for nodes without an agent.
+//  2. A node without a NodeMetric, or whose NodeMetric was never reported,
+//     fits: its load is unknown, so LoadAware steps aside, as Koordinator
+//     does for nodes without an agent (a forbid-scheduling condition on
+//     a never-reported NodeMetric still counts, rule 3).
 //  3. Batch and Free pods do not fit a node in forbid-scheduling state.
 //  4. A node whose NodeMetric expired does not fit, unless
 //     ScheduleWhenMetricExpired, in which case it fits unchecked.
@@ -130,6 +136,12 @@ func (c *Config) gate(pod *PodLoad, node *NodeLoad, now time.Time) (v Verdict, d
 		return Verdict{}, true
 	case m.ForbidScheduling && pod.LowPriority:
 		return Verdict{Reason: ReasonForbidScheduling}, true
+	case m.UpdateTime.IsZero():
+		// Created (the manager makes one per node) but never reported: no
+		// agent runs there yet, which is no NodeMetric at all -- not a
+		// silent agent. Refusing it as expired would trap a cluster
+		// installed without agents.
+		return Verdict{}, true
 	case c.Expired(m, now) && c.ScheduleWhenMetricExpired:
 		return Verdict{}, true
 	case c.Expired(m, now):
@@ -154,29 +166,55 @@ func (c *Config) judged(pod *PodLoad, node *NodeLoad, est *Vector) (Reason, *Vec
 		}
 		return ReasonProdUsage, &t.Prod
 	case t.HasAggregated():
-		base := &m.NodeUsage
-		if agg := m.Aggregate(t.Aggregation); agg != nil {
-			base = agg
-		}
-		sum3(est, base, &node.Excess, &pod.Estimate, n)
+		base, _ := m.Aggregate(t.Aggregation)
+		sum3(est, &base, &node.Excess, &pod.Estimate, n)
 		return ReasonAggregatedUsage, &t.Aggregated
 	}
-	sum3(est, &m.NodeUsage, &node.Excess, &pod.Estimate, n)
+	base := &m.NodeUsage
+	if c.NodeUsageIncludePrediction {
+		base = &m.PredictedNodeUsage
+	}
+	sum3(est, base, &node.Excess, &pod.Estimate, n)
 	return ReasonUsage, &t.Usage
 }
 
-// sum3 sets dst = a + b + c over the first n resources.
+// sum3 sets dst = a + b + c over the first n resources, saturating at
+// math.MaxInt64: a sum that wrapped to a negative number would fit any
+// threshold.
 func sum3(dst, a, b, c *Vector, n int) {
 	for i := range n {
-		dst[i] = a[i] + b[i] + c[i]
+		dst[i] = addSat(addSat(a[i], b[i]), c[i])
 	}
+}
+
+// addSat is a + b, held to [math.MinInt64, math.MaxInt64].
+func addSat(a, b int64) int64 {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
+	}
+	return s
 }
 
 // Percent is round(100 × used / total), rounding halves up, in integers so
 // that the byte counts of large nodes stay exact; total must be positive.
+// The product is taken in 128 bits, so exabyte quantities give their true
+// percentage instead of a wrapped one; a result beyond int64 saturates.
 func Percent(used, total int64) int64 {
-	if used <= 0 {
+	if used <= 0 || total <= 0 {
 		return 0
 	}
-	return (used*200 + total) / (2 * total)
+	// (used × 200 + total) / (2 × total); 2 × total < 2^64 as total < 2^63.
+	hi, lo := bits.Mul64(uint64(used), 200)
+	lo, carry := bits.Add64(lo, uint64(total), 0)
+	hi += carry
+	div := 2 * uint64(total)
+	if hi >= div {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, div)
+	return int64(min(q, math.MaxInt64))
 }

@@ -1,6 +1,7 @@
 package loadaware
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -40,6 +41,8 @@ func TestFilter(t *testing.T) {
 	usageOnly := Thresholds{Usage: Vector{65, 95}}
 	withProd := Thresholds{Usage: Vector{65, 95}, Prod: Vector{55}}
 	aggregated := Thresholds{Usage: Vector{65, 95}, Aggregated: Vector{70}, Aggregation: Aggregation{Type: v1alpha1.AggregationP95, Duration: 5 * time.Minute}}
+	aggregatedLongest := Thresholds{Usage: Vector{65, 95}, Aggregated: Vector{60}, Aggregation: Aggregation{Type: v1alpha1.AggregationP95}}
+	aggregated15m := Thresholds{Usage: Vector{65, 95}, Aggregated: Vector{60}, Aggregation: Aggregation{Type: v1alpha1.AggregationP95, Duration: 15 * time.Minute}}
 
 	tests := []struct {
 		name       string
@@ -149,10 +152,18 @@ func TestFilter(t *testing.T) {
 		now:    t0.Add(179 * time.Second),
 		want:   verdict{Estimated: vec(2000, 2*Gi), Percent: Vector{13, 3}, Thresholds: Vector{65, 95}},
 	}, {
-		name:   "never reported counts as expired",
+		// Created (by the manager) but never reported: no agent runs there
+		// yet. Like a node without a NodeMetric it fits unchecked, rather
+		// than trapping a cluster without agents as "expired".
+		name:   "never reported counts as no NodeMetric: fits unchecked",
 		pod:    mid,
 		metric: &v1alpha1.NodeMetric{},
-		want:   verdict{Reason: ReasonMetricExpired},
+		want:   verdict{},
+	}, {
+		name:   "never reported, forbid condition set: Batch still refused",
+		pod:    batch,
+		metric: &v1alpha1.NodeMetric{Status: v1alpha1.NodeMetricStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionForbidScheduling, Status: metav1.ConditionTrue}}}},
+		want:   verdict{Reason: ReasonForbidScheduling},
 	}, {
 		name:   "expired allowed: fits unchecked",
 		spec:   func(s *Spec) { s.EnableScheduleWhenNodeMetricsExpired = true },
@@ -218,6 +229,28 @@ func TestFilter(t *testing.T) {
 		// max(4000, 2000) + 1000 = 5000 → 31.
 		want: verdict{Estimated: vec(5000, 9*Gi), Percent: Vector{31}, Thresholds: Vector{55}},
 	}, {
+		// Mid and Batch tiers are sold from what Prod is predicted not to
+		// use: a node whose Prod pods (2 cores now) are predicted to peak
+		// at 6 has 4 cores less room than its usage shows.
+		name:   "prediction for every pod: a Mid pod judged against the predicted Prod peak",
+		spec:   func(s *Spec) { s.NodeUsageIncludePrediction = true },
+		pod:    mid,
+		metric: used("6", "32Gi").pod("ns", "prod", extension.BandProd, "cpu", "2", "memory", "8Gi").prodPeak("cpu", "6", "memory", "8Gi").obj(),
+		// (6000 + 6000 − 2000 + 1000) / 16000 = 68.75 → 69 > 65.
+		want: verdict{Reason: ReasonUsage, Over: 1 << CPU, Estimated: vec(11000, 33*Gi), Percent: Vector{69, 52}, Thresholds: Vector{65, 95}},
+	}, {
+		name:   "prediction for every pod off: the Mid pod judged by node usage",
+		pod:    mid,
+		metric: used("6", "32Gi").pod("ns", "prod", extension.BandProd, "cpu", "2", "memory", "8Gi").prodPeak("cpu", "6", "memory", "8Gi").obj(),
+		// 7000 / 16000 = 43.75 → 44.
+		want: verdict{Estimated: vec(7000, 33*Gi), Percent: Vector{44, 52}, Thresholds: Vector{65, 95}},
+	}, {
+		name:   "prediction for every pod, Batch pod, peak below Prod usage: node usage",
+		spec:   func(s *Spec) { s.NodeUsageIncludePrediction = true },
+		pod:    batch,
+		metric: used("6", "32Gi").pod("ns", "prod", extension.BandProd, "cpu", "4", "memory", "8Gi").prodPeak("cpu", "3", "memory", "8Gi").obj(),
+		want:   verdict{Estimated: vec(7000, 33*Gi), Percent: Vector{44, 52}, Thresholds: Vector{65, 95}},
+	}, {
 		name:       "aggregated thresholds judge the aggregate",
 		pod:        mid,
 		metric:     used("4", "8Gi").aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "11", "memory", "16Gi").obj(),
@@ -231,6 +264,28 @@ func TestFilter(t *testing.T) {
 		thresholds: aggregated,
 		// 4000 + 1000 = 5000 / 16000 = 31.25 → 31.
 		want: verdict{Estimated: vec(5000, 9*Gi), Percent: Vector{31}, Thresholds: Vector{70}},
+	}, {
+		// The agent has not filled the 15m window yet: the longest window
+		// that has cpu (5m) is judged, not an empty one read as 0 %.
+		name:       "aggregated, longest window empty: the longest window with the resource",
+		pod:        mid,
+		metric:     used("4", "8Gi").aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "11680m").aggregate(15*time.Minute, v1alpha1.AggregationP95).obj(),
+		thresholds: aggregatedLongest,
+		// p95 5m 11680 + 1000 = 12680 / 16000 = 79.25 → 79 > 60.
+		want: verdict{Reason: ReasonAggregatedUsage, Over: 1 << CPU, Estimated: vec(12680, 9*Gi), Percent: Vector{79}, Thresholds: Vector{60}},
+	}, {
+		name:       "aggregated, asked window empty: the longest window with the resource",
+		pod:        mid,
+		metric:     used("4", "8Gi").aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "11680m").aggregate(15*time.Minute, v1alpha1.AggregationP95, "memory", "8Gi").obj(),
+		thresholds: aggregated15m,
+		want:       verdict{Reason: ReasonAggregatedUsage, Over: 1 << CPU, Estimated: vec(12680, 9*Gi), Percent: Vector{79}, Thresholds: Vector{60}},
+	}, {
+		name:       "aggregated, no window has the resource: node usage",
+		pod:        mid,
+		metric:     used("11", "8Gi").aggregate(15*time.Minute, v1alpha1.AggregationP95, "memory", "8Gi").obj(),
+		thresholds: aggregatedLongest,
+		// node usage 11000 + 1000 = 12000 / 16000 = 75 > 60.
+		want: verdict{Reason: ReasonAggregatedUsage, Over: 1 << CPU, Estimated: vec(12000, 9*Gi), Percent: Vector{75}, Thresholds: Vector{60}},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -275,6 +330,34 @@ func TestFilterSkipsResourcesWithoutAllocatable(t *testing.T) {
 	}
 }
 
+func TestFilterHugeQuantities(t *testing.T) {
+	// raw-allocatable {"memory":"1E"} and a reported usage of 1Ei: the
+	// node is at 115 % of its memory and must be refused, however large
+	// the numbers.
+	c := mustConfig(t, defaultSpec())
+	node := makeNode("n", map[string]string{extension.AnnotationRawAllocatable: `{"memory":"1E"}`}, "cpu", "16", "memory", "64Gi")
+	alloc, err := c.Allocatable(node)
+	if err != nil {
+		t.Fatalf("Allocatable: %v", err)
+	}
+	load := NodeLoad{Allocatable: alloc, Thresholds: c.Thresholds, Metric: c.NewMetric(makeMetric("n", t0).usage("cpu", "1", "memory", "1Ei").obj())}
+	pod := PodLoad{Estimate: vec(1000, 1*Gi)}
+	if got := c.Filter(&pod, &load, t0); got.Reason != ReasonUsage || got.Over != 1<<Memory {
+		t.Errorf("Filter = %+v, want memory over its threshold", got)
+	}
+	// Usage near the int64 limit with excess on top must not wrap to a
+	// negative, fitting sum.
+	load.Excess = Vector{Memory: math.MaxInt64 / 2}
+	load.Metric = c.NewMetric(makeMetric("n", t0).usage("cpu", "1", "memory", "7Ei").obj())
+	if got := c.Filter(&pod, &load, t0); got.Reason != ReasonUsage || got.Over != 1<<Memory {
+		t.Errorf("Filter with excess near the int64 limit = %+v, want memory over its threshold", got)
+	}
+	// cpu (1000 + 1000) of 16000 → 87; memory over → 0; ⌊87 / 2⌋.
+	if got := c.Score(&pod, &load, t0); got != 43 {
+		t.Errorf("Score of a node over its memory = %d, want 43", got)
+	}
+}
+
 func TestPercent(t *testing.T) {
 	tests := []struct{ used, total, want int64 }{
 		{0, 100, 0},
@@ -283,6 +366,11 @@ func TestPercent(t *testing.T) {
 		{1, 201, 0}, // 0.497 % rounds down
 		{3, 2, 150}, // over 100 % is reported as is
 		{1 << 40, 1 << 41, 50},
+		// 1Ei used of 1E: 115 %, not the −4 % that 64-bit used × 200 gave.
+		{1 << 60, 1_000_000_000_000_000_000, 115},
+		{math.MaxInt64, math.MaxInt64, 100},
+		{math.MaxInt64, 1, math.MaxInt64}, // saturates instead of wrapping
+		{math.MaxInt64 / 2, math.MaxInt64, 50},
 	}
 	for _, tc := range tests {
 		if got := Percent(tc.used, tc.total); got != tc.want {

@@ -49,6 +49,7 @@ func FuzzPodAnnotations(f *testing.F) {
 	f.Add(`{"cpu":120}`, "60", "30")
 	f.Add(`{"cpu":-5,"memory":1000000}`, "-1", "3600")
 	f.Add(`{"cpu":"x"}`, "1e3", "")
+	f.Add(`{}`, "9223372036854775807", "9223372036854775807") // wrapped a time.Duration negative
 	f.Fuzz(func(t *testing.T, factors, afterScheduled, afterInit string) {
 		s := defaultSpec()
 		s.AllowCustomizeEstimation = true

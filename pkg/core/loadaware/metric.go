@@ -23,6 +23,10 @@ type Metric struct {
 	expiresAt int64
 	// ReportInterval is the agent's reporting period for this node.
 	ReportInterval time.Duration
+	// AggregateWindow is the window node and pod usage are averaged over
+	// (spec.collectPolicy.aggregateDurationSeconds): a pod that ran for
+	// part of it is only that part in the average.
+	AggregateWindow time.Duration
 	// NodeUsage is the node's average usage.
 	NodeUsage Vector
 	// ProdUsage is Σ usage of the node's Prod pods, plus the system usage
@@ -32,6 +36,10 @@ type Metric struct {
 	// agent did not report one.
 	ProdPeak    Vector
 	HasProdPeak bool
+	// PredictedNodeUsage is node usage with its Prod part raised to the
+	// predicted peak: NodeUsage + max(0, ProdPeak − ProdUsage); NodeUsage
+	// without a peak.
+	PredictedNodeUsage Vector
 	// Aggregates are the percentile aggregates of node usage.
 	Aggregates []Aggregate
 	// ForbidScheduling is true while the agent reports the node over a
@@ -46,15 +54,21 @@ type Aggregate struct {
 	Type     v1alpha1.AggregationType
 	Duration time.Duration
 	Usage    Vector
+	// Reported has bit i set when the agent reported resource i in this
+	// window: a window the agent has not filled yet (just started, or
+	// shorter history than the window) must not read as zero usage.
+	Reported uint16
 }
 
 // NewMetric converts a NodeMetric. Pods reported without a band count as
 // Prod, like extension.BandOf's default: Prod usage then errs on the high
 // side, which is the safe one for Prod thresholds.
 func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
+	cp := v1alpha1.CollectPolicyWithDefaults(nm.Spec.CollectPolicy)
 	m := &Metric{
-		ReportInterval: time.Duration(*v1alpha1.CollectPolicyWithDefaults(nm.Spec.CollectPolicy).ReportIntervalSeconds) * time.Second,
-		PodUsage:       make(map[string]Vector, len(nm.Status.PodsMetric)),
+		ReportInterval:  time.Duration(*cp.ReportIntervalSeconds) * time.Second,
+		AggregateWindow: time.Duration(*cp.AggregateDurationSeconds) * time.Second,
+		PodUsage:        make(map[string]Vector, len(nm.Status.PodsMetric)),
 	}
 	st := &nm.Status
 	if st.UpdateTime != nil {
@@ -68,7 +82,8 @@ func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 		}
 		for _, agg := range info.AggregatedNodeUsages {
 			for typ, usage := range agg.Usage {
-				m.Aggregates = append(m.Aggregates, Aggregate{Type: typ, Duration: agg.Duration.Duration, Usage: c.Resources.Vector(usage)})
+				v, reported := c.Resources.vectorReported(usage)
+				m.Aggregates = append(m.Aggregates, Aggregate{Type: typ, Duration: agg.Duration.Duration, Usage: v, Reported: reported})
 			}
 		}
 		slices.SortFunc(m.Aggregates, func(a, b Aggregate) int {
@@ -83,9 +98,13 @@ func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 			m.ProdUsage = m.ProdUsage.Add(usage)
 		}
 	}
+	m.PredictedNodeUsage = m.NodeUsage
 	if len(st.ProdPeak) > 0 {
 		m.ProdPeak = c.Resources.Vector(st.ProdPeak)
 		m.HasProdPeak = true
+		for i := range c.Resources.Len() {
+			m.PredictedNodeUsage[i] = addSat(m.NodeUsage[i], max(0, m.ProdPeak[i]-m.ProdUsage[i]))
+		}
 	}
 	m.ForbidScheduling = meta.IsStatusConditionPresentAndEqual(st.Conditions, v1alpha1.ConditionForbidScheduling, metav1.ConditionTrue)
 	return m
@@ -97,24 +116,41 @@ func (c *Config) Expired(m *Metric, now time.Time) bool {
 	return m.expiresAt == 0 || now.UnixNano() >= m.expiresAt
 }
 
-// Aggregate returns the aggregate a picks: the window equal to a.Duration,
-// or the longest window when a.Duration is 0; nil when the agent did not
-// report it.
-func (m *Metric) Aggregate(a Aggregation) *Vector {
-	var best *Aggregate
+// Aggregate returns the aggregate a picks, resource by resource: the
+// window a.Duration when it reports the resource, else the longest window
+// of that statistic that reports it, else node usage. A window the agent
+// has not filled (or a resource it leaves out) thus never reads as zero
+// usage. ok is false when no window reports any tracked resource.
+func (m *Metric) Aggregate(a Aggregation) (v Vector, ok bool) {
+	v = m.NodeUsage
+	for i := range MaxResources {
+		bit := uint16(1) << i
+		found := false
+		// Aggregates are sorted by window: the last match is the longest.
+		for j := range m.Aggregates {
+			agg := &m.Aggregates[j]
+			if agg.Type != a.Type || agg.Reported&bit == 0 {
+				continue
+			}
+			v[i], found = agg.Usage[i], true
+			if a.Duration != 0 && agg.Duration == a.Duration {
+				break
+			}
+		}
+		ok = ok || found
+	}
+	return v, ok
+}
+
+// window returns the aggregate of one statistic over one window exactly;
+// nil when the agent did not report it.
+func (m *Metric) window(typ v1alpha1.AggregationType, d time.Duration) *Aggregate {
 	for i := range m.Aggregates {
-		agg := &m.Aggregates[i]
-		if agg.Type != a.Type {
-			continue
-		}
-		if a.Duration == 0 && (best == nil || agg.Duration > best.Duration) || agg.Duration == a.Duration {
-			best = agg
+		if agg := &m.Aggregates[i]; agg.Type == typ && agg.Duration == d {
+			return agg
 		}
 	}
-	if best == nil {
-		return nil
-	}
-	return &best.Usage
+	return nil
 }
 
 // MayAdmitMore reports whether going from old to cur may let a pod in that
@@ -137,7 +173,7 @@ func (c *Config) MayAdmitMore(old, cur *Metric) bool {
 		return true
 	}
 	for _, agg := range cur.Aggregates {
-		if prev := old.Aggregate(Aggregation{Type: agg.Type, Duration: agg.Duration}); prev != nil && lower(agg.Usage, *prev) {
+		if prev := old.window(agg.Type, agg.Duration); prev != nil && lower(agg.Usage, prev.Usage) {
 			return true
 		}
 	}

@@ -27,9 +27,9 @@ func TestNewMetric(t *testing.T) {
 		reportInterval(30).obj()
 	podUsage := map[string]Vector{"ns/a": vec(1000, 2*Gi), "ns/b": vec(500, 1*Gi), "ns/c": vec(2000, 1*Gi)}
 	aggregates := []Aggregate{
-		{Type: v1alpha1.AggregationAvg, Duration: 5 * time.Minute, Usage: vec(3000, 8*Gi)},
-		{Type: v1alpha1.AggregationP99, Duration: 5 * time.Minute, Usage: vec(7000, 10*Gi)},
-		{Type: v1alpha1.AggregationP95, Duration: 10 * time.Minute, Usage: vec(6000, 9*Gi)},
+		{Type: v1alpha1.AggregationAvg, Duration: 5 * time.Minute, Usage: vec(3000, 8*Gi), Reported: 3},
+		{Type: v1alpha1.AggregationP99, Duration: 5 * time.Minute, Usage: vec(7000, 10*Gi), Reported: 3},
+		{Type: v1alpha1.AggregationP95, Duration: 10 * time.Minute, Usage: vec(6000, 9*Gi), Reported: 3},
 	}
 	tests := []struct {
 		name       string
@@ -41,9 +41,11 @@ func TestNewMetric(t *testing.T) {
 		nm:   full,
 		// Prod usage: a (1000m, 2Gi) + b (500m, 1Gi) = (1500m, 3Gi); c is Batch.
 		want: &Metric{
-			UpdateTime: t0, ReportInterval: 30 * time.Second, NodeUsage: vec(4000, 8*Gi),
+			UpdateTime: t0, ReportInterval: 30 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(4000, 8*Gi),
 			ProdUsage: vec(1500, 3*Gi), ProdPeak: vec(3000, 5*Gi), HasProdPeak: true,
-			Aggregates: aggregates, ForbidScheduling: true, PodUsage: podUsage,
+			// node usage + (peak − Prod usage): (4000 + 1500, 8Gi + 2Gi).
+			PredictedNodeUsage: vec(5500, 10*Gi),
+			Aggregates:         aggregates, ForbidScheduling: true, PodUsage: podUsage,
 		},
 	}, {
 		name:       "prod usage includes system usage when asked",
@@ -51,18 +53,19 @@ func TestNewMetric(t *testing.T) {
 		nm:         full,
 		// (1500m, 3Gi) + system (500m, 1Gi) = (2000m, 4Gi).
 		want: &Metric{
-			UpdateTime: t0, ReportInterval: 30 * time.Second, NodeUsage: vec(4000, 8*Gi),
+			UpdateTime: t0, ReportInterval: 30 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(4000, 8*Gi),
 			ProdUsage: vec(2000, 4*Gi), ProdPeak: vec(3000, 5*Gi), HasProdPeak: true,
-			Aggregates: aggregates, ForbidScheduling: true, PodUsage: podUsage,
+			PredictedNodeUsage: vec(5000, 9*Gi),
+			Aggregates:         aggregates, ForbidScheduling: true, PodUsage: podUsage,
 		},
 	}, {
 		name: "forbid condition False and default report interval",
 		nm:   makeMetric("n", t0).usage("cpu", "1").forbid(metav1.ConditionFalse).obj(),
-		want: &Metric{UpdateTime: t0, ReportInterval: 60 * time.Second, NodeUsage: vec(1000, 0), PodUsage: map[string]Vector{}},
+		want: &Metric{UpdateTime: t0, ReportInterval: 60 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(1000, 0), PredictedNodeUsage: vec(1000, 0), PodUsage: map[string]Vector{}},
 	}, {
 		name: "never reported",
 		nm:   &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
-		want: &Metric{ReportInterval: 60 * time.Second, PodUsage: map[string]Vector{}},
+		want: &Metric{ReportInterval: 60 * time.Second, AggregateWindow: 5 * time.Minute, PodUsage: map[string]Vector{}},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,31 +82,33 @@ func TestNewMetric(t *testing.T) {
 func TestMetricAggregate(t *testing.T) {
 	c := mustConfig(t, defaultSpec())
 	m := c.NewMetric(makeMetric("n", t0).
-		aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "5").
+		usage("cpu", "2", "memory", "2Gi").
+		aggregate(5*time.Minute, v1alpha1.AggregationP95, "cpu", "5", "memory", "5Gi").
 		aggregate(30*time.Minute, v1alpha1.AggregationP95, "cpu", "30").
-		aggregate(10*time.Minute, v1alpha1.AggregationP95, "cpu", "10").
-		aggregate(10*time.Minute, v1alpha1.AggregationP99, "cpu", "11").obj())
+		aggregate(10*time.Minute, v1alpha1.AggregationP95, "cpu", "10", "memory", "10Gi").
+		aggregate(10*time.Minute, v1alpha1.AggregationP99, "cpu", "11").
+		aggregate(time.Hour, v1alpha1.AggregationP99).obj())
 	tests := []struct {
 		name   string
 		a      Aggregation
 		want   Vector
 		wantOK bool
 	}{
-		{"exact window", Aggregation{Type: v1alpha1.AggregationP95, Duration: 10 * time.Minute}, vec(10000, 0), true},
-		{"no window means the longest", Aggregation{Type: v1alpha1.AggregationP95}, vec(30000, 0), true},
-		{"other type, same window", Aggregation{Type: v1alpha1.AggregationP99, Duration: 10 * time.Minute}, vec(11000, 0), true},
-		{"window not reported", Aggregation{Type: v1alpha1.AggregationP95, Duration: time.Hour}, Vector{}, false},
-		{"type not reported", Aggregation{Type: v1alpha1.AggregationAvg}, Vector{}, false},
+		{"exact window", Aggregation{Type: v1alpha1.AggregationP95, Duration: 10 * time.Minute}, vec(10000, 10*Gi), true},
+		// 30m has no memory: memory from the longest window that has it.
+		{"no window means the longest, per resource", Aggregation{Type: v1alpha1.AggregationP95}, vec(30000, 10*Gi), true},
+		{"exact window without memory: the longest with it", Aggregation{Type: v1alpha1.AggregationP95, Duration: 30 * time.Minute}, vec(30000, 10*Gi), true},
+		{"other type, same window; memory from node usage", Aggregation{Type: v1alpha1.AggregationP99, Duration: 10 * time.Minute}, vec(11000, 2*Gi), true},
+		// The 1h p99 window is empty: it does not read as zero.
+		{"longest window empty", Aggregation{Type: v1alpha1.AggregationP99}, vec(11000, 2*Gi), true},
+		{"window not reported: the longest", Aggregation{Type: v1alpha1.AggregationP95, Duration: 2 * time.Hour}, vec(30000, 10*Gi), true},
+		{"type not reported: node usage", Aggregation{Type: v1alpha1.AggregationAvg}, vec(2000, 2*Gi), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var got Vector
-			agg := m.Aggregate(tc.a)
-			if (agg != nil) != tc.wantOK {
-				t.Errorf("Aggregate found = %v, want %v", agg != nil, tc.wantOK)
-			}
-			if agg != nil {
-				got = *agg
+			got, ok := m.Aggregate(tc.a)
+			if ok != tc.wantOK {
+				t.Errorf("Aggregate found = %v, want %v", ok, tc.wantOK)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Aggregate (-want +got):\n%s", diff)

@@ -15,9 +15,10 @@ import (
 )
 
 // CustomUsageThresholds is the value of the node annotation
-// waterline.dev/usage-thresholds (seed 001's CustomUsageThresholds). Each
-// field that is set replaces the args' value of the same meaning for the
-// node; fields left out keep the args' values.
+// waterline.dev/usage-thresholds (Koordinator's CustomUsageThresholds;
+// docs/design/loadaware.md#per-node-annotations). Each field that is set
+// replaces the args' value of the same meaning for the node; fields left out
+// keep the args' values.
 type CustomUsageThresholds struct {
 	// UsageThresholds replaces the args' usageThresholds as a whole.
 	UsageThresholds map[corev1.ResourceName]int64 `json:"usageThresholds,omitempty"`
@@ -116,10 +117,25 @@ func (c *Config) Allocatable(node *corev1.Node) (Vector, error) {
 	if err := json.Unmarshal([]byte(raw), &rl); err != nil {
 		return alloc, fmt.Errorf("ignoring annotation %s=%q of node %s: %w", extension.AnnotationRawAllocatable, raw, node.Name, err)
 	}
+	// A value of 0 or below would turn the threshold of its resource off
+	// (nothing can be judged against it) and let the node take any load:
+	// like a malformed annotation, it is ignored as a whole.
+	var errs []error
+	raws := alloc
 	for i := range c.Resources.Len() {
-		if q, ok := rl[c.Resources.Name(i)]; ok {
-			alloc[i] = value(i, q)
+		name := c.Resources.Name(i)
+		q, ok := rl[name]
+		if !ok {
+			continue
 		}
+		if v := value(i, q); v > 0 {
+			raws[i] = v
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: %s is not positive", name, q.String()))
 	}
-	return alloc, nil
+	if len(errs) > 0 {
+		return alloc, fmt.Errorf("ignoring annotation %s=%q of node %s: %w", extension.AnnotationRawAllocatable, raw, node.Name, errors.Join(errs...))
+	}
+	return raws, nil
 }

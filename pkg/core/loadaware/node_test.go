@@ -92,6 +92,12 @@ func TestAllocatable(t *testing.T) {
 		{"status allocatable", nil, vec(16000, 64*Gi), false},
 		{"raw allocatable replaces what it names", map[string]string{extension.AnnotationRawAllocatable: `{"cpu":"32"}`}, vec(32000, 64*Gi), false},
 		{"malformed raw allocatable is ignored", map[string]string{extension.AnnotationRawAllocatable: `{"cpu":"lots"}`}, vec(16000, 64*Gi), true},
+		// A non-positive allocatable would skip the threshold: the node
+		// would take any load. The annotation is ignored as a whole.
+		{"negative raw allocatable is ignored", map[string]string{extension.AnnotationRawAllocatable: `{"cpu":"-32"}`}, vec(16000, 64*Gi), true},
+		{"zero raw allocatable is ignored", map[string]string{extension.AnnotationRawAllocatable: `{"cpu":"32","memory":"0"}`}, vec(16000, 64*Gi), true},
+		{"bare negative number is ignored", map[string]string{extension.AnnotationRawAllocatable: `{"memory":-32}`}, vec(16000, 64*Gi), true},
+		{"exabytes are taken as they are", map[string]string{extension.AnnotationRawAllocatable: `{"memory":"1E"}`}, vec(16000, 1_000_000_000_000_000_000), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -102,6 +102,18 @@ func (r *Resources) Vector(rl corev1.ResourceList) Vector {
 	return v
 }
 
+// vectorReported is Vector with bit i of reported set for each tracked
+// resource the list names.
+func (r *Resources) vectorReported(rl corev1.ResourceList) (v Vector, reported uint16) {
+	for i := range r.n {
+		if q, ok := rl[r.names[i]]; ok {
+			v[i] = value(i, q)
+			reported |= 1 << i
+		}
+	}
+	return v, reported
+}
+
 // Percents converts a map of percentages (thresholds, weights, factors);
 // names that are not tracked are left out.
 func (r *Resources) Percents(m map[corev1.ResourceName]int64) Vector {

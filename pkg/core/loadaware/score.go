@@ -1,6 +1,9 @@
 package loadaware
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // MaxScore is the best score; it equals the scheduler framework's
 // MaxNodeScore.
@@ -27,14 +30,16 @@ func (c *Config) Score(pod *PodLoad, node *NodeLoad, now time.Time) int64 {
 	var used Vector
 	n := c.Resources.Len()
 	switch {
+	case pod.Prod && c.ScoreAccordingProdUsage && c.ScoreAccordingPrediction && m.HasProdPeak:
+		prod := m.ProdUsage.Max(m.ProdPeak)
+		sum3(&used, &prod, &node.ProdExcess, &pod.Estimate, n)
 	case pod.Prod && c.ScoreAccordingProdUsage:
 		sum3(&used, &m.ProdUsage, &node.ProdExcess, &pod.Estimate, n)
 	case c.ScoreAggregation.Enabled():
-		base := &m.NodeUsage
-		if agg := m.Aggregate(c.ScoreAggregation); agg != nil {
-			base = agg
-		}
-		sum3(&used, base, &node.Excess, &pod.Estimate, n)
+		base, _ := m.Aggregate(c.ScoreAggregation)
+		sum3(&used, &base, &node.Excess, &pod.Estimate, n)
+	case c.ScoreAccordingPrediction:
+		sum3(&used, &m.PredictedNodeUsage, &node.Excess, &pod.Estimate, n)
 	default:
 		sum3(&used, &m.NodeUsage, &node.Excess, &pod.Estimate, n)
 	}
@@ -66,5 +71,8 @@ func LeastUsed(used, total int64) int64 {
 	if total <= 0 || used > total {
 		return 0
 	}
-	return (total - max(used, 0)) * MaxScore / total
+	// (total − used) × 100 in 128 bits: exabyte totals overflow 64.
+	hi, lo := bits.Mul64(uint64(total-max(used, 0)), MaxScore)
+	q, _ := bits.Div64(hi, lo, uint64(total))
+	return int64(q)
 }

@@ -35,6 +35,30 @@ func TestScore(t *testing.T) {
 		// used (5000, 17Gi): cpu ⌊11000 × 100 / 16000⌋ = 68; memory ⌊47 × 100 / 64⌋ = 73; (68 + 73) / 2 = 70.
 		want: 70,
 	}, {
+		// Prod pods quiet now (2 cores) but predicted to peak at 8: the
+		// node is scored as if 4 + 6 cores were used.
+		name: "prediction: a Mid pod scored by the predicted Prod peak",
+		spec: func(s *Spec) { s.ScoreAccordingPrediction = true },
+		pod:  midPod,
+		metric: makeMetric("n", t0).usage("cpu", "4", "memory", "16Gi").
+			pod("ns", "p", extension.BandProd, "cpu", "2", "memory", "8Gi").prodPeak("cpu", "8", "memory", "8Gi").obj(),
+		// used (4000 + 6000 + 1000, 17Gi): cpu ⌊5000 × 100 / 16000⌋ = 31; memory 73; ⌊104 / 2⌋ = 52.
+		want: 52,
+	}, {
+		name: "prediction off: the same node scored by node usage",
+		pod:  midPod,
+		metric: makeMetric("n", t0).usage("cpu", "4", "memory", "16Gi").
+			pod("ns", "p", extension.BandProd, "cpu", "2", "memory", "8Gi").prodPeak("cpu", "8", "memory", "8Gi").obj(),
+		want: 70,
+	}, {
+		name: "prediction with Prod scoring: max(Prod usage, peak)",
+		spec: func(s *Spec) { s.ScoreAccordingPrediction = true; s.ScoreAccordingProdUsage = true },
+		pod:  prodPod,
+		metric: makeMetric("n", t0).usage("cpu", "4", "memory", "16Gi").
+			pod("ns", "p", extension.BandProd, "cpu", "2", "memory", "8Gi").prodPeak("cpu", "8", "memory", "8Gi").obj(),
+		// used (8000 + 1000, 8Gi + 1Gi): cpu ⌊7000 × 100 / 16000⌋ = 43; memory ⌊55 × 100 / 64⌋ = 85; 64.
+		want: 64,
+	}, {
 		name:   "dominant resource weight",
 		spec:   func(s *Spec) { s.DominantResourceWeight = 2 },
 		pod:    midPod,
@@ -139,6 +163,8 @@ func TestLeastUsed(t *testing.T) {
 		{101, 100, 0},
 		{5, 0, 0},
 		{-5, 100, 100},
+		// 2^59 used of 1E: (1e18 − 2^59) × 100 overflows 64 bits.
+		{1 << 59, 1_000_000_000_000_000_000, 42},
 	}
 	for _, tc := range tests {
 		if got := LeastUsed(tc.used, tc.total); got != tc.want {

@@ -23,6 +23,8 @@ type Spec struct {
 	ProdUsageThresholds                  map[corev1.ResourceName]int64
 	ProdUsageIncludeSys                  bool
 	ProdUsageIncludePrediction           bool
+	NodeUsageIncludePrediction           bool
+	ScoreAccordingPrediction             bool
 	ScoreAccordingProdUsage              bool
 	EstimatedScalingFactors              map[corev1.ResourceName]int64
 	EstimatedAfterPodScheduled           time.Duration
@@ -65,6 +67,8 @@ func NewConfig(s Spec) (*Config, error) {
 		AllowCustomizeEstimation:   s.AllowCustomizeEstimation,
 		ProdUsageIncludeSys:        s.ProdUsageIncludeSys,
 		ProdUsageIncludePrediction: s.ProdUsageIncludePrediction,
+		NodeUsageIncludePrediction: s.NodeUsageIncludePrediction,
+		ScoreAccordingPrediction:   s.ScoreAccordingPrediction,
 		ScoreAccordingProdUsage:    s.ScoreAccordingProdUsage,
 		ScoreAggregation:           s.ScoreAggregation,
 		MetricExpiration:           s.NodeMetricExpiration,

@@ -1,6 +1,7 @@
-// Package predict decides how much a node's Prod pods will use at their
-// peak. It holds decaying usage histograms, the peak predictors of seed 003
-// and of Bashir et al. (EuroSys'21) -- N-sigma v1 and v2, Borg-default,
+// Package predict decides how much a node's Prod pods will use at their peak.
+// It holds decaying usage histograms, the peak predictors of Koordinator node
+// prediction and of Bashir et al. (EuroSys'21;
+// docs/design/prediction.md#models) -- N-sigma v1 and v2, Borg-default,
 // Resource Central, a percentile peak and the Max of any of them -- and the
 // trace-driven evaluation that scores them by violation rate and savings.
 //

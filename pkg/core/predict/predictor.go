@@ -12,7 +12,8 @@ import (
 )
 
 // DefaultBorgOvercommit is Borg-default's a: the peak is Σ requests ÷ a
-// (seed 003; Bashir et al. use the same form with 1/a = 0.9).
+// (Koordinator node prediction; Bashir et al. use the same form with 1/a = 0.9;
+// docs/design/prediction.md#models).
 const DefaultBorgOvercommit = 1.1
 
 // PodInput is what a predictor knows about one running pod, for one
@@ -35,9 +36,10 @@ type PodInput struct {
 type Input struct {
 	// Now is the time of the prediction.
 	Now time.Time
-	// Node is the usage history of what is predicted as a whole: the Prod
-	// pods plus the system (seed 003 counts non-pod usage as a special
-	// pod). Nil or empty means no history yet.
+	// Node is the usage history of what is predicted as a whole: the Prod pods
+	// plus the system (Koordinator node prediction counts non-pod usage as a
+	// special pod; docs/design/prediction.md#what-is-predicted). Nil or empty
+	// means no history yet.
 	Node *Histogram
 	// Pods are the running Prod pods. To have the per-pod models cover
 	// the system's usage too, pass it as a pod with a zero request and a
@@ -82,11 +84,14 @@ type Params struct {
 	// ColdStart is how long a new pod's request stands in for its usage
 	// history. Range: ≥ 0. Policy default 1h.
 	ColdStart time.Duration
-	// SafetyMarginPercent is added on top of every predicted peak:
-	// peak × (1 + margin/100). Range: ≥ 0. Policy default 10.
+	// SafetyMarginPercent is added on top of the peaks the usage-based
+	// models predict: peak × (1 + margin/100). BorgDefault takes none: its
+	// a is the margin (with a = 1.1 and a 10 % margin it would predict Σ
+	// requests and sell nothing). Range: ≥ 0. Policy default 10.
 	SafetyMarginPercent float64
 	// BorgOvercommit is Borg-default's a (peak = Σ requests ÷ a).
-	// Range: > 0; 0 means DefaultBorgOvercommit (1.1).
+	// Range: > 0; 0 means DefaultBorgOvercommit (1.1). Policy:
+	// borgOvercommitPercent ÷ 100, default 1.1.
 	BorgOvercommit float64
 	// MaxOf are the models Max combines (not Max itself). Policy default
 	// NSigmaV2 and ResourceCentral.
@@ -102,7 +107,7 @@ func ParamsFromPolicy(p *v1alpha1.PredictPolicy) Params {
 		Percentile:          float64(*d.Percentile),
 		ColdStart:           time.Duration(*d.ColdStartSeconds) * time.Second,
 		SafetyMarginPercent: float64(*d.SafetyMarginPercent),
-		BorgOvercommit:      DefaultBorgOvercommit,
+		BorgOvercommit:      float64(*d.BorgOvercommitPercent) / 100,
 		MaxOf:               d.MaxOf,
 	}
 }
@@ -224,8 +229,8 @@ func (p Params) nSigma(h *Histogram) float64 { return h.Mean() + p.N*h.StdDev() 
 
 func (p Params) percentile(h *Histogram) float64 { return h.Percentile(p.Percentile) }
 
-// NSigmaV1 predicts mean + N·stdev of the node's Prod usage (seed 003's
-// Peak_N-Sigma_v1).
+// NSigmaV1 predicts mean + N·stdev of the node's Prod usage (Koordinator node
+// prediction's Peak_N-Sigma_v1; docs/design/prediction.md#models).
 type NSigmaV1 struct{ Params }
 
 // Predict implements Predictor.
@@ -237,9 +242,10 @@ func (m NSigmaV1) Predict(in *Input) Prediction {
 
 func (m NSigmaV1) String() string { return "NSigmaV1(n=" + fmtNum(m.N) + ")" }
 
-// NSigmaV2 is the larger of NSigmaV1 and Σ per pod (mean + N·stdev): the
-// pod sum ignores the pooling effect and so guards against pods that were
-// quiet together in the node's history (seed 003's Peak_N-Sigma_v2).
+// NSigmaV2 is the larger of NSigmaV1 and Σ per pod (mean + N·stdev): the pod
+// sum ignores the pooling effect and so guards against pods that were quiet
+// together in the node's history (Koordinator node prediction's
+// Peak_N-Sigma_v2; docs/design/prediction.md#models).
 type NSigmaV2 struct{ Params }
 
 // Predict implements Predictor.
@@ -256,7 +262,7 @@ func (m NSigmaV2) Predict(in *Input) Prediction {
 func (m NSigmaV2) String() string { return "NSigmaV2(n=" + fmtNum(m.N) + ")" }
 
 // BorgDefault predicts Σ requests ÷ a: a fixed over-commit rate that looks
-// at no usage at all.
+// at no usage at all, and so takes no safety margin.
 type BorgDefault struct{ Params }
 
 // Predict implements Predictor.
@@ -269,7 +275,8 @@ func (m BorgDefault) Predict(in *Input) Prediction {
 	if a == 0 {
 		a = DefaultBorgOvercommit
 	}
-	return Prediction{Peak: m.margin(sum / a), Ready: true}
+	// No safety margin: a is one (see Params.SafetyMarginPercent).
+	return Prediction{Peak: sum / a, Ready: true}
 }
 
 func (m BorgDefault) String() string {

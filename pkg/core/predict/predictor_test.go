@@ -118,10 +118,10 @@ func TestPredictors(t *testing.T) {
 		// 11 / 1.1 = 10, whatever the usage.
 		want: Prediction{Peak: 10, Ready: true},
 	}, {
-		name:  "BorgDefault with margin",
+		name:  "BorgDefault takes no safety margin: a is its margin",
 		model: BorgDefault{params(func(p *Params) { p.SafetyMarginPercent = 10 })},
 		in:    std,
-		want:  Prediction{Peak: 11, Ready: true},
+		want:  Prediction{Peak: 10, Ready: true},
 	}, {
 		name:  "ResourceCentral p100: Σ per-pod peaks, request for the cold pod",
 		model: ResourceCentral{params(nil)},
@@ -182,7 +182,9 @@ func TestPredictors(t *testing.T) {
 
 func TestNewMaxOf(t *testing.T) {
 	in := std.input(t)
-	// Seed 003's example, Max_Borg-default_ResourceCentral: max(Σ requests ÷ 1.1 = 10, Σ p100 = 8) = 10.
+	// Koordinator node prediction's example (docs/design/prediction.md#models),
+	// Max_Borg-default_ResourceCentral:
+	// max(Σ requests ÷ 1.1 = 10, Σ p100 = 8) = 10.
 	m, err := New(v1alpha1.PredictMax, params(func(p *Params) {
 		p.MaxOf = []v1alpha1.PredictModel{v1alpha1.PredictBorgDefault, v1alpha1.PredictResourceCentral}
 	}))
@@ -266,6 +268,32 @@ func TestParamsFromPolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ParamsFromPolicy(tc.policy)); diff != "" {
 				t.Errorf("ParamsFromPolicy (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBorgDefaultFromPolicy: the policy's defaults predict Σ requests ÷
+// 1.1 -- not Σ requests, which the 10 % safety margin made of it -- and a
+// is settable in the policy.
+func TestBorgDefaultFromPolicy(t *testing.T) {
+	in := &Input{Pods: []PodInput{{Request: 6}, {Request: 5}}}
+	for _, tc := range []struct {
+		name   string
+		policy *v1alpha1.PredictPolicy
+		want   float64
+	}{
+		{"defaults", nil, 10},
+		{"a = 1.25", &v1alpha1.PredictPolicy{BorgOvercommitPercent: ptr.To[int32](125)}, 8.8},
+		{"a = 1 with a 20 % margin", &v1alpha1.PredictPolicy{BorgOvercommitPercent: ptr.To[int32](100), SafetyMarginPercent: ptr.To[int32](20)}, 11},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(v1alpha1.PredictBorgDefault, ParamsFromPolicy(tc.policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Predict(in).Peak; math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("%s predicts %v, want %v", m, got, tc.want)
 			}
 		})
 	}

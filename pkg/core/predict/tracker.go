@@ -56,8 +56,9 @@ func (t *Tracker) SetPod(id string, start time.Time, request float64) {
 }
 
 // SystemPodID names the node's usage outside pods among a tracker's pods:
-// seed 003's special pod S, so that the per-pod models (NSigmaV2's sum,
-// ResourceCentral) count the system as the node-level ones do.
+// Koordinator node prediction's special pod S
+// (docs/design/prediction.md#what-is-predicted), so that the per-pod models
+// (NSigmaV2's sum, ResourceCentral) count the system as the node-level ones do.
 const SystemPodID = "system"
 
 // AddSystemSample adds a sample of the node's usage outside pods as the

@@ -1,6 +1,6 @@
-// Package preemption decides which running pods a pending pod may preempt
-// under Waterline's priority bands (seed 004), and simulates what the
-// scheduler's default preemption would evict.
+// Package preemption decides which running pods a pending pod may preempt under
+// Waterline's priority bands (docs/design/preemption.md), and simulates what
+// the scheduler's default preemption would evict.
 //
 // It decides three things:
 //

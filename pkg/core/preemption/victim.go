@@ -24,8 +24,9 @@ const (
 	// waiting for it would wait forever.
 	StaticOrMirror Reason = "StaticOrMirror"
 	// DaemonSetPod: a DaemonSet pod is recreated on the same node at once;
-	// preempting it trades one pending pod for another and takes a node
-	// agent away (seed 004: DaemonSets must not be preempted).
+	// preempting it trades one pending pod for another and takes a node agent
+	// away (DaemonSets must not be preempted;
+	// docs/design/preemption.md#victim-rules).
 	DaemonSetPod Reason = "DaemonSet"
 	// NonPreemptibleClass: the pod's PriorityClass is NonPreemptible and the
 	// preemptor's priority is below the class's threshold.

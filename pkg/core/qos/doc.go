@@ -1,16 +1,16 @@
 // Package qos decides what a node's agent does to its low-priority pods when
-// node usage crosses a waterline (seeds 000 and 002): whether to forbid
+// node usage crosses a waterline (docs/design/node-qos.md): whether to forbid
 // scheduling of new Batch/Free pods, which pods to throttle and to what CPU
-// quota, when and how far to give throttled CPU back, and which pods to
-// evict.
+// quota, when and how far to give throttled CPU back, and which pods to evict.
 //
 // It turns NodeQOS objects into absolute waterlines per action and metric
 // (BuildWaterlines), debounces crossings with consecutive-sample counters
-// (Hysteresis), sorts candidates with composable sorters (OrderedBy) and
-// plans precise actions: one pod at a time in sorted order, subtracting what
-// each releases, stopping as soon as the gap to the waterline is closed
-// (Planner.Plan). Metrics carry the attributes of seed 000 in a Registry
-// built by a constructor; callers add their own with Register.
+// (Hysteresis), sorts candidates with composable sorters (OrderedBy) and plans
+// precise actions: one pod at a time in sorted order, subtracting what each
+// releases, stopping as soon as the gap to the waterline is closed
+// (Planner.Plan). Metrics carry their attributes
+// (docs/design/node-qos.md#metrics-and-their-attributes) in a Registry built by
+// a constructor; callers add their own with Register.
 //
 // The package is pure: it reads no files, calls no API server, starts no
 // goroutine, reads no clock and logs nothing; the plan carries its reasons.

@@ -69,9 +69,9 @@ type RestoreFunc func(c *Candidate, ctx ThrottleContext) (quotaMilli, granted in
 // EvictFunc says how much of the metric evicting the pod releases.
 type EvictFunc func(c *Candidate) (released int64)
 
-// Metric is a node metric with the attributes of seed 000: how to order
-// pods for it, and whether and how precisely throttling and eviction act on
-// it.
+// Metric is a node metric with the attributes of Crane precise execution
+// (docs/design/node-qos.md#metrics-and-their-attributes): how to order pods for
+// it, and whether and how precisely throttling and eviction act on it.
 type Metric struct {
 	// Name is the metric, as the shell reports node and pod usage of it.
 	Name MetricName
@@ -221,8 +221,9 @@ func CPUMetric() Metric {
 	}
 }
 
-// MemoryMetric is memory_usage: sorted by MemorySorter, evict-quantified,
-// not throttleable (memory is not compressible; seed 002).
+// MemoryMetric is memory_usage: sorted by MemorySorter, evict-quantified, not
+// throttleable (memory is not compressible;
+// docs/design/node-qos.md#cpu-and-memory).
 func MemoryMetric() Metric {
 	return Metric{
 		Name:            MetricMemory,

@@ -24,8 +24,9 @@ const (
 	// ModePrecise acted on the shortest sorted prefix of candidates that
 	// closes the gap.
 	ModePrecise Mode = "Precise"
-	// ModeSatisfaction is seed 002's CPU eviction: the gap is CPU request
-	// to remove so the remaining BE pods are satisfied.
+	// ModeSatisfaction is the satisfaction-based CPU eviction
+	// (docs/design/node-qos.md#satisfaction-based-cpu-eviction): the gap is CPU
+	// request to remove so the remaining BE pods are satisfied.
 	ModeSatisfaction Mode = "Satisfaction"
 	// ModeFallback acted without a measurable gap: throttled every
 	// candidate one step, or evicted one pod.
@@ -414,7 +415,8 @@ func unclosed(remaining int64) string {
 	return ""
 }
 
-// evictCPU is seed 002's satisfaction-based CPU eviction.
+// evictCPU is the satisfaction-based CPU eviction
+// (docs/design/node-qos.md#satisfaction-based-cpu-eviction).
 func (cy *cycle) evictCPU(l Line, m *Metric, usage int64) {
 	out := Outcome{Action: ActionEvict, Metric: l.Metric, Mode: ModeSatisfaction}
 	if cy.node.CPUWindow == nil {
@@ -476,12 +478,13 @@ func pct(a, b int64) int64 {
 	return a * 100 / b
 }
 
-// evictFallback handles breached metrics whose release cannot be
-// quantified. Seed 000 acts on every candidate then; eviction cannot be
+// evictFallback handles breached metrics whose release cannot be quantified.
+// Crane precise execution acts on every candidate then
+// (docs/design/node-qos.md#non-quantifiable-fallback); eviction cannot be
 // undone, so this evicts one pod per cycle, in the order of the
-// highest-priority evictable metric, and lets the next cycle re-evaluate.
-// When a precise eviction already runs this cycle it relieves the node too,
-// and the fallback adds nothing.
+// highest-priority evictable metric, and lets the next cycle re-evaluate. When
+// a precise eviction already runs this cycle it relieves the node too, and the
+// fallback adds nothing.
 func (cy *cycle) evictFallback(metrics []MetricName) {
 	fb := cy.p.evictFallback
 	for _, name := range metrics {
@@ -547,8 +550,9 @@ func (cy *cycle) throttleDown() bool {
 	return on
 }
 
-// throttleFallback is seed 000's fallback, kept for throttling because it
-// can be undone: every candidate is throttled one step by the
+// throttleFallback is Crane precise execution's fallback
+// (docs/design/node-qos.md#non-quantifiable-fallback), kept for throttling
+// because it can be undone: every candidate is throttled one step by the
 // highest-priority throttleable metric.
 func (cy *cycle) throttleFallback(why []string) {
 	fb := cy.p.throttleFallback

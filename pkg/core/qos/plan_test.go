@@ -506,8 +506,9 @@ func TestPlanEvictNotQuantified(t *testing.T) {
 	}
 }
 
-// cpuEvictQOS: CPU evict line 90 % of 10 cores = 9000m, seed 002 defaults
-// (lower 60 %, upper 80 %, BE usage threshold 90 %).
+// cpuEvictQOS: CPU evict line 90 % of 10 cores = 9000m, default satisfaction
+// thresholds (lower 60 %, upper 80 %, BE usage threshold 90 %;
+// docs/design/node-qos.md#defaults).
 func cpuEvictQOS() *v1alpha1.NodeQOS {
 	return nodeQOS("cpu-evict", func(s *v1alpha1.NodeQOSSpec) {
 		s.CPU = &v1alpha1.CPUWaterlines{EvictPercent: ptr.To[int32](90)}
@@ -754,7 +755,8 @@ func TestNewPlannerRejectsUnknownMetrics(t *testing.T) {
 }
 
 // TestPlanCustomMetric registers a metric through the Go API and plans a
-// precise eviction with it, as seed 000 promises for user metrics.
+// precise eviction with it, as the metric registry promises for user metrics
+// (docs/design/node-qos.md#metrics-and-their-attributes).
 func TestPlanCustomMetric(t *testing.T) {
 	reg := DefaultRegistry()
 	io := Metric{Name: "io_usage", ActionPriority: 9, Sortable: true,

@@ -95,8 +95,8 @@ func randomScenario(t testing.TB, rng *rand.Rand, n int) scenario {
 		u := usage{cpu: rng.Int64N(1 + capacity.CPUMilli*3/int64(2*n)), mem: rng.Int64N(1 + capacity.MemoryBytes*3/int64(2*n))}
 		switch {
 		case starving:
-			// Held at what they use and asking for much more: seed 002's
-			// starved BE pods.
+			// Held at what they use and asking for much more: the starved BE
+			// pods of docs/design/node-qos.md#satisfaction-based-cpu-eviction.
 			u.quota = max(10, u.cpu)
 			if req == 0 {
 				b.batchCPU(fmt.Sprint(1000+u.cpu*3), "")

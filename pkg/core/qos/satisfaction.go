@@ -70,7 +70,8 @@ type CPUWindow struct {
 	BE BECPU
 }
 
-// SatisfactionCheck is seed 002's CPU eviction rule, evaluated: every
+// SatisfactionCheck is the satisfaction-based CPU eviction rule
+// (docs/design/node-qos.md#satisfaction-based-cpu-eviction), evaluated: every
 // condition must hold for CPU eviction.
 type SatisfactionCheck struct {
 	// WindowOverLine: the window's average node CPU is over the evict line.

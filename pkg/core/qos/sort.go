@@ -14,10 +14,10 @@ import (
 // criterion cannot tell them apart.
 type CompareFunc func(a, b *Candidate) int
 
-// Sorter orders candidates by a list of criteria, the first that tells two
-// pods apart deciding (seed 000's orderedBy). Pods equal on every criterion
-// are ordered by namespace, name and UID, so a plan never depends on the
-// order the shell listed the pods in.
+// Sorter orders candidates by a list of criteria, the first that tells two pods
+// apart deciding (Crane's orderedBy, docs/design/node-qos.md#sorting). Pods
+// equal on every criterion are ordered by namespace, name and UID, so a plan
+// never depends on the order the shell listed the pods in.
 type Sorter struct {
 	cmps []CompareFunc
 }
@@ -65,13 +65,14 @@ func byIdentity(a, b *Candidate) int {
 // metrics without a sorter of their own.
 func GeneralSorter() Sorter { return OrderedBy(ClassAndPriority, RunningTime) }
 
-// CPUSorter orders for CPU throttling (seed 000): class and priority, then
-// CPU usage (the biggest user closes the gap with the fewest pods), then the
-// tier CPU usage ratio, then running time.
+// CPUSorter orders for CPU throttling (docs/design/node-qos.md#sorting): class
+// and priority, then CPU usage (the biggest user closes the gap with the fewest
+// pods), then the tier CPU usage ratio, then running time.
 func CPUSorter() Sorter { return OrderedBy(ClassAndPriority, CPUUsage, ExtCPUUsage, RunningTime) }
 
-// MemorySorter orders for memory eviction (seed 002: priority, then size):
-// class and priority, then memory usage, then running time.
+// MemorySorter orders for memory eviction (priority, then size;
+// docs/design/node-qos.md#eviction-order): class and priority, then memory
+// usage, then running time.
 func MemorySorter() Sorter { return OrderedBy(ClassAndPriority, MemoryUsage, RunningTime) }
 
 // CPUEvictionSorter orders victims of the CPU waterline's satisfaction-based
@@ -98,8 +99,8 @@ func BandAndPriority(a, b *Candidate) int {
 }
 
 // ClassAndPriority acts first on the less important pod: Free before Batch,
-// then (seed 000: QoS class before priority value) BestEffort before
-// Burstable before Guaranteed, then the lower spec.priority.
+// then (QoS class before priority value, docs/design/node-qos.md#sorting)
+// BestEffort before Burstable before Guaranteed, then the lower spec.priority.
 func ClassAndPriority(a, b *Candidate) int {
 	if c := cmp.Compare(bandRank(a.Band), bandRank(b.Band)); c != 0 {
 		return c
@@ -119,10 +120,10 @@ func MemoryUsage(a, b *Candidate) int { return cmp.Compare(b.MemoryUsageBytes, a
 // CPURequest acts first on the pod requesting more CPU.
 func CPURequest(a, b *Candidate) int { return cmp.Compare(b.CPURequestMilli, a.CPURequestMilli) }
 
-// ExtCPUUsage compares the extended (tier) CPU usage ratio, CPU usage ÷
-// tier CPU limit (seed 000). A pod running on tier CPU is acted on before
-// one that is not: its CPU is what the node over-committed. Between two tier
-// pods the one nearer its tier limit goes first.
+// ExtCPUUsage compares the extended (tier) CPU usage ratio, CPU usage ÷ tier
+// CPU limit (docs/design/node-qos.md#sorting). A pod running on tier CPU is
+// acted on before one that is not: its CPU is what the node over-committed.
+// Between two tier pods the one nearer its tier limit goes first.
 func ExtCPUUsage(a, b *Candidate) int {
 	aTier, bTier := a.TierCPULimitMilli > 0, b.TierCPULimitMilli > 0
 	switch {

@@ -27,8 +27,8 @@ func TestSorters(t *testing.T) {
 				cand(makePod("free-burstable").band(extension.BandFree).priority(3500).qos(corev1.PodQOSBurstable), usage{}),
 				cand(makePod("batch-burstable-5000").priority(5000).qos(corev1.PodQOSBurstable), usage{}),
 			},
-			// Band first, then QoS class (seed 000: class before value),
-			// then priority value.
+			// Band first, then QoS class (class before value,
+			// docs/design/node-qos.md#sorting), then priority value.
 			want: []string{"free-burstable", "batch-besteffort-5900", "batch-burstable-5000", "batch-burstable-5100"},
 		},
 		{
@@ -137,8 +137,9 @@ func TestSorters(t *testing.T) {
 }
 
 func TestOrderedByComposes(t *testing.T) {
-	// A custom metric's sorter is classAndPriority plus its own criterion,
-	// as seed 000 describes; the composition must apply criteria in order.
+	// A custom metric's sorter is classAndPriority plus its own criterion, as
+	// docs/design/node-qos.md#sorting describes; the composition must apply
+	// criteria in order.
 	byMemThenCPU := OrderedBy(MemoryUsage, CPUUsage)
 	a := cand(makePod("a"), usage{mem: 2, cpu: 1})
 	b := cand(makePod("b"), usage{mem: 2, cpu: 5})

@@ -91,8 +91,8 @@ type ThrottleParams struct {
 	MinCPUPercent int32
 }
 
-// CPUEvictionParams tune seed 002's satisfaction-based CPU eviction
-// (NodeQOS spec.cpuEviction).
+// CPUEvictionParams tune the satisfaction-based CPU eviction (NodeQOS
+// spec.cpuEviction; docs/design/node-qos.md#satisfaction-based-cpu-eviction).
 type CPUEvictionParams struct {
 	// WindowSeconds is the window the shell averages over (CPUWindow), in
 	// seconds (1-3600). Default 300.
@@ -445,8 +445,9 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Pa
 	if m := spec.Memory; m != nil {
 		p := path.Child("memory")
 		percentLine(ActionForbidScheduling, MetricMemory, p.Child("forbidSchedulingPercent"), m.ForbidSchedulingPercent, capacity.MemoryBytes, "memory", avoid, restore)
-		// Memory is evicted at once (seed 002: a late memory eviction is an
-		// OOM kill of whatever the kernel picks, Prod included).
+		// Memory is evicted at once: a late memory eviction is an OOM kill of
+		// whatever the kernel picks, Prod included
+		// (docs/design/node-qos.md#cpu-and-memory).
 		percentLine(ActionEvict, MetricMemory, p.Child("evictPercent"), m.EvictPercent, capacity.MemoryBytes, "memory", 1, 1)
 		if m.EvictPercent != nil && m.ForbidSchedulingPercent != nil && *m.EvictPercent <= *m.ForbidSchedulingPercent {
 			errs = append(errs, field.Invalid(p.Child("evictPercent"), *m.EvictPercent, "must be greater than forbidSchedulingPercent"))

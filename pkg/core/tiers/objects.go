@@ -24,6 +24,14 @@ func BuildInput(node *corev1.Node, pods []*corev1.Pod, nm *v1alpha1.NodeMetric) 
 	alloc := node.Status.Allocatable
 	in.CPU.Allocatable = alloc.Cpu().MilliValue()
 	in.Memory.Allocatable = alloc.Memory().Value()
+	in.CPU.Capacity, in.Memory.Capacity = in.CPU.Allocatable, in.Memory.Allocatable
+	if q, ok := node.Status.Capacity[corev1.ResourceCPU]; ok {
+		in.CPU.Capacity = q.MilliValue()
+	}
+	if q, ok := node.Status.Capacity[corev1.ResourceMemory]; ok {
+		in.Memory.Capacity = q.Value()
+	}
+	in.NodeUsageMissing = true
 	for _, pod := range pods {
 		if pod.Spec.NodeName != node.Name || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
@@ -67,7 +75,11 @@ func BuildInput(node *corev1.Node, pods []*corev1.Pod, nm *v1alpha1.NodeMetric) 
 		in.Memory.SystemUsage = st.NodeMetric.SystemUsage.Memory().Value()
 		nodeCPU = st.NodeMetric.NodeUsage.Cpu().MilliValue()
 		nodeMem = st.NodeMetric.NodeUsage.Memory().Value()
+		_, hasCPU := st.NodeMetric.NodeUsage[corev1.ResourceCPU]
+		_, hasMem := st.NodeMetric.NodeUsage[corev1.ResourceMemory]
+		in.NodeUsageMissing = !hasCPU || !hasMem
 	}
+	in.CPU.NodeUsage, in.Memory.NodeUsage = nodeCPU, nodeMem
 	in.CPU.ProdMidUsage = max(podsCPU, nodeCPU-in.CPU.SystemUsage-lowCPU, 0)
 	in.Memory.ProdMidUsage = max(podsMem, nodeMem-in.Memory.SystemUsage-lowMem, 0)
 	return in

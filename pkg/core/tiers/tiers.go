@@ -1,8 +1,8 @@
 // Package tiers decides how much of a node is sold as Mid and Batch tier
-// resources (seed 003): Mid from what the Prod pods requested but are
-// predicted not to use, Batch from what is really idle, both reset to zero
-// when the node's agent stops reporting, and whether a new value differs
-// enough from the published one to be written.
+// resources (docs/design/tiers.md): Mid from what the Prod pods requested but
+// are predicted not to use, Batch from what is really idle, both reset to zero
+// when the node's agent stops reporting, and whether a new value differs enough
+// from the published one to be written.
 //
 // It is pure: the manager's tiers controller and the simulator give it
 // numbers (or the Node, its pods and its NodeMetric) and write the result
@@ -20,6 +20,10 @@ import (
 // ResourceState is what the formulas know about one resource of a node.
 // CPU is in millicores, memory in bytes.
 type ResourceState struct {
+	// Capacity is the node's capacity (Node status.capacity); 0 means the
+	// same as Allocatable. Capacity − Allocatable is what the kubelet
+	// reserves for the system.
+	Capacity int64
 	// Allocatable is the node's allocatable (Node status.allocatable).
 	Allocatable int64
 	// ProdAllocated is Σ requests of the Prod pods on the node.
@@ -34,16 +38,44 @@ type ResourceState struct {
 	ProdMidUsage int64
 	// SystemUsage is the node's usage outside pods.
 	SystemUsage int64
+	// NodeUsage is the whole node's usage, system included (NodeMetric
+	// nodeUsage).
+	NodeUsage int64
+}
+
+// Unused is what the node does not use, keeping the system's share:
+// max(0, Capacity − max(system use, Capacity − Allocatable) − pods' use),
+// with the pods' use the larger of NodeUsage − system use and the Prod and
+// Mid pods' use (a NodeMetric that lists pods but no node usage still
+// counts them).
+func Unused(s ResourceState) int64 {
+	capacity := s.Capacity
+	if capacity == 0 {
+		capacity = s.Allocatable
+	}
+	system := max(s.SystemUsage, capacity-s.Allocatable)
+	pods := max(s.NodeUsage-s.SystemUsage, s.ProdMidUsage, 0)
+	return max(0, capacity-system-pods)
 }
 
 // Reclaimable is what the Prod pods requested but are predicted not to
-// use: max(0, reclaimRatio% × Allocated[Prod] − Peak[Prod]); 0 while the
-// peak is unknown.
+// use: ReclaimableOf(reclaimRatio, Allocated[Prod], Peak[Prod]); 0 while
+// the peak is unknown.
 func Reclaimable(reclaimRatioPercent int32, s ResourceState) int64 {
 	if !s.ProdPeakKnown {
 		return 0
 	}
-	return max(0, s.ProdAllocated*int64(reclaimRatioPercent)/100-s.ProdPeak)
+	return ReclaimableOf(reclaimRatioPercent, s.ProdAllocated, s.ProdPeak)
+}
+
+// ReclaimableOf is Waterline's one definition of "reclaimable":
+// max(0, reclaimRatio% × requested − peak). The manager sells Mid from it
+// at the policy's reclaim ratio; the agent reports it in a NodeMetric's
+// status.prodReclaimable at 100 % (the agent does not know the policy, and
+// the manager applies the ratio on top); `waterline predict`'s savings
+// ratio is it at 100 %, with the limits as requested, divided by them.
+func ReclaimableOf(reclaimRatioPercent int32, requested, peak int64) int64 {
+	return max(0, requested*int64(reclaimRatioPercent)/100-peak)
 }
 
 // Unallocated is what no Prod pod requested: max(Allocatable − Allocated[Prod], 0).
@@ -51,12 +83,15 @@ func Unallocated(s ResourceState) int64 {
 	return max(s.Allocatable-s.ProdAllocated, 0)
 }
 
-// Mid is the Mid allocatable: min(Reclaimable, Allocatable × midThreshold%),
-// plus Unallocated in seed 003's mixed variant (includeUnallocated), where
-// an idle node runs Mid pods and Prod pods preempt them when the node
-// fills up.
+// Mid is the Mid allocatable: min(Reclaimable, Allocatable × midThreshold%,
+// Unused) -- Koordinator's cap: what Prod pods are predicted not to use is
+// sold only as far as the node really has it free -- plus Unallocated in
+// the mixed variant of docs/design/tiers.md (includeUnallocated), where an
+// idle node runs Mid pods and Prod pods preempt them when the node fills
+// up. Calculate never asks for the mixed variant: the preemption it needs
+// does not exist yet, and the API refuses it.
 func Mid(midThresholdPercent, reclaimRatioPercent int32, includeUnallocated bool, s ResourceState) int64 {
-	mid := min(Reclaimable(reclaimRatioPercent, s), max(0, s.Allocatable*int64(midThresholdPercent)/100))
+	mid := min(Reclaimable(reclaimRatioPercent, s), max(0, s.Allocatable*int64(midThresholdPercent)/100), Unused(s))
 	if includeUnallocated {
 		mid += Unallocated(s)
 	}
@@ -77,6 +112,9 @@ type NodeInput struct {
 	// UpdateTime is the NodeMetric's status.updateTime; zero when the agent
 	// never reported.
 	UpdateTime time.Time
+	// NodeUsageMissing is true when the NodeMetric reports no node usage
+	// of cpu and memory: what the node does not use is then unknown.
+	NodeUsageMissing bool
 }
 
 // Allocatable is what a node sells per tier: CPU in millicores, memory in
@@ -99,7 +137,7 @@ type Result struct {
 // take the API defaults; policy may be nil) at now. The tiers are zero when
 // the policy disables them, and when the NodeMetric is missing or older
 // than degradeSeconds (degraded): nothing is sold on a node whose agent is
-// silent.
+// silent, or when it reports no node usage.
 func Calculate(policy *v1alpha1.TierPolicy, in NodeInput, now time.Time) Result {
 	p := v1alpha1.TierPolicyWithDefaults(policy)
 	if !*p.Enabled {
@@ -113,9 +151,16 @@ func Calculate(policy *v1alpha1.TierPolicy, in NodeInput, now time.Time) Result 
 		return Result{Degraded: true, Reason: fmt.Sprintf("the node's NodeMetric was last updated %s ago, more than degradeSeconds (%ds)",
 			age.Round(time.Second), *p.DegradeSeconds)}
 	}
+	if in.NodeUsageMissing {
+		// Koordinator degrades likewise: without node usage, neither
+		// what is free (Mid's cap) nor what is idle (Batch) is known.
+		return Result{Degraded: true, Reason: "the node's NodeMetric reports no node usage of cpu and memory"}
+	}
+	// The mixed variant (p.MidIncludeUnallocated) is never applied: see
+	// Mid.
 	return Result{Allocatable: Allocatable{
-		MidCPU:      Mid(*p.MidCPUThresholdPercent, *p.ReclaimRatioPercent, p.MidIncludeUnallocated, in.CPU),
-		MidMemory:   Mid(*p.MidMemoryThresholdPercent, *p.ReclaimRatioPercent, p.MidIncludeUnallocated, in.Memory),
+		MidCPU:      Mid(*p.MidCPUThresholdPercent, *p.ReclaimRatioPercent, false, in.CPU),
+		MidMemory:   Mid(*p.MidMemoryThresholdPercent, *p.ReclaimRatioPercent, false, in.Memory),
 		BatchCPU:    Batch(*p.BatchCPUThresholdPercent, in.CPU),
 		BatchMemory: Batch(*p.BatchMemoryThresholdPercent, in.Memory),
 	}}

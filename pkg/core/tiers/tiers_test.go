@@ -16,7 +16,8 @@ import (
 )
 
 func TestMid(t *testing.T) {
-	// A 32-core node (32000m) as in seed 003's example.
+	// A 32-core node (32000m) as in Koordinator node prediction's example
+	// (docs/design/tiers.md#mid).
 	tests := []struct {
 		name               string
 		midPct, ratioPct   int32
@@ -24,7 +25,7 @@ func TestMid(t *testing.T) {
 		s                  ResourceState
 		want               int64
 	}{{
-		name: "seed formula: reclaimable under the cap", midPct: 50, ratioPct: 100,
+		name: "Mid formula: reclaimable under the cap", midPct: 50, ratioPct: 100,
 		s: ResourceState{Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true},
 		// reclaimable 20000 − 8000 = 12000; cap 32000 × 50% = 16000 → 12000.
 		want: 12000,
@@ -50,6 +51,27 @@ func TestMid(t *testing.T) {
 		name: "threshold 0 sells no Mid", midPct: 0, ratioPct: 100,
 		s:    ResourceState{Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true},
 		want: 0,
+	}, {
+		// Koordinator caps Mid by what the node does not use: Mid pods run
+		// on real cores, not on Prod's predictions.
+		name: "what the node uses caps it", midPct: 50, ratioPct: 100,
+		s: ResourceState{Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true, NodeUsage: 26000, SystemUsage: 1000},
+		// min(12000, 16000, 32000 − 1000 − (26000 − 1000) = 6000).
+		want: 6000,
+	}, {
+		name: "the system's reservation counts when above its use", midPct: 50, ratioPct: 100,
+		s: ResourceState{Capacity: 34000, Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true, NodeUsage: 26000, SystemUsage: 1000},
+		// unused 34000 − max(1000, 34000 − 32000) − 25000 = 7000.
+		want: 7000,
+	}, {
+		name: "a fully used node sells no Mid", midPct: 50, ratioPct: 100,
+		s:    ResourceState{Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true, NodeUsage: 33000, SystemUsage: 1000},
+		want: 0,
+	}, {
+		name: "Prod and Mid use above node usage minus system caps it too", midPct: 50, ratioPct: 100,
+		s: ResourceState{Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true, ProdMidUsage: 27000, SystemUsage: 1000},
+		// unused 32000 − 1000 − max(0 − 1000, 27000) = 4000.
+		want: 4000,
 	}, {
 		name: "mixed variant adds what Prod did not request", midPct: 30, ratioPct: 100, includeUnallocated: true,
 		s: ResourceState{Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true},
@@ -127,16 +149,23 @@ func TestCalculate(t *testing.T) {
 		// batch memory 65e9 − 30e9 − 5e9 = 30e9.
 		want: Result{Allocatable: Allocatable{MidCPU: 9600, MidMemory: 30e9, BatchCPU: 10000, BatchMemory: 30e9}},
 	}, {
-		name: "per-resource thresholds and the mixed variant",
+		// The mixed variant is refused by the API (Prod cannot preempt
+		// Mid yet); should a policy still carry it, nothing unallocated is
+		// sold.
+		name: "per-resource thresholds; the mixed variant is not applied",
 		policy: &v1alpha1.TierPolicy{
 			MidCPUThresholdPercent: ptr.To[int32](50), MidMemoryThresholdPercent: ptr.To[int32](10),
 			BatchCPUThresholdPercent: ptr.To[int32](80), MidIncludeUnallocated: true,
 		},
 		in: busyNode(now.Add(-time.Minute)),
-		// mid cpu min(12000, 16000) + 12000 = 24000;
-		// mid memory min(30e9, 10e9) + 50e9 = 60e9;
+		// mid cpu min(12000, 16000, unused 32000 − 1800 − 9000) = 12000;
+		// mid memory min(30e9, 10e9) = 10e9;
 		// batch cpu 25600 − 10800 = 14800; batch memory (default 65%) 30e9.
-		want: Result{Allocatable: Allocatable{MidCPU: 24000, MidMemory: 60e9, BatchCPU: 14800, BatchMemory: 30e9}},
+		want: Result{Allocatable: Allocatable{MidCPU: 12000, MidMemory: 10e9, BatchCPU: 14800, BatchMemory: 30e9}},
+	}, {
+		name: "degrade: no node usage reported",
+		in:   func() NodeInput { in := busyNode(now.Add(-time.Minute)); in.NodeUsageMissing = true; return in }(),
+		want: Result{Degraded: true, Reason: "the node's NodeMetric reports no node usage of cpu and memory"},
 	}, {
 		name: "exactly degradeSeconds old still counts",
 		in:   busyNode(now.Add(-600 * time.Second)),
@@ -334,16 +363,17 @@ func TestBuildInput(t *testing.T) {
 		// node 10 − system 1 − batch 2 = 7 is more → 7 cores.
 		// Memory: pods 8 + 4 + 1 = 13G vs 40 − 5 − 6 = 29G → 29G.
 		want: NodeInput{
-			CPU:        ResourceState{Allocatable: 32000, ProdAllocated: 10000, ProdPeak: 8000, ProdPeakKnown: true, ProdMidUsage: 7000, SystemUsage: 1000},
-			Memory:     ResourceState{Allocatable: 100e9, ProdAllocated: 15e9, ProdPeak: 20e9, ProdPeakKnown: true, ProdMidUsage: 29e9, SystemUsage: 5e9},
+			CPU:        ResourceState{Capacity: 32000, Allocatable: 32000, ProdAllocated: 10000, ProdPeak: 8000, ProdPeakKnown: true, ProdMidUsage: 7000, NodeUsage: 10000, SystemUsage: 1000},
+			Memory:     ResourceState{Capacity: 100e9, Allocatable: 100e9, ProdAllocated: 15e9, ProdPeak: 20e9, ProdPeakKnown: true, ProdMidUsage: 29e9, NodeUsage: 40e9, SystemUsage: 5e9},
 			UpdateTime: updated.Time,
 		},
 	}, {
 		name: "no NodeMetric: requests only, never updated",
 		nm:   nil,
 		want: NodeInput{
-			CPU:    ResourceState{Allocatable: 32000, ProdAllocated: 10000},
-			Memory: ResourceState{Allocatable: 100e9, ProdAllocated: 15e9},
+			CPU:              ResourceState{Capacity: 32000, Allocatable: 32000, ProdAllocated: 10000},
+			Memory:           ResourceState{Capacity: 100e9, Allocatable: 100e9, ProdAllocated: 15e9},
+			NodeUsageMissing: true,
 		},
 	}, {
 		name: "no peak yet, pod metrics above node usage",
@@ -352,9 +382,10 @@ func TestBuildInput(t *testing.T) {
 			PodsMetric: []v1alpha1.PodMetricInfo{{Name: "prod-a", Band: "prod", Usage: rl("3", "8G")}},
 		}},
 		want: NodeInput{
-			CPU:        ResourceState{Allocatable: 32000, ProdAllocated: 10000, ProdMidUsage: 3000},
-			Memory:     ResourceState{Allocatable: 100e9, ProdAllocated: 15e9, ProdMidUsage: 8e9},
-			UpdateTime: updated.Time,
+			CPU:              ResourceState{Capacity: 32000, Allocatable: 32000, ProdAllocated: 10000, ProdMidUsage: 3000},
+			Memory:           ResourceState{Capacity: 100e9, Allocatable: 100e9, ProdAllocated: 15e9, ProdMidUsage: 8e9},
+			UpdateTime:       updated.Time,
+			NodeUsageMissing: true,
 		},
 	}}
 	for _, tc := range tests {
@@ -372,4 +403,26 @@ func TestBuildInput(t *testing.T) {
 			t.Errorf("Calculate on a stale NodeMetric = %+v, want zero and degraded", got)
 		}
 	})
+}
+
+func TestReclaimableOf(t *testing.T) {
+	tests := []struct {
+		ratio           int32
+		requested, peak int64
+		want            int64
+	}{
+		{100, 20000, 8000, 12000},
+		{80, 20000, 8000, 8000},
+		{100, 8000, 12000, 0},
+		{0, 20000, 0, 0},
+	}
+	for _, tc := range tests {
+		if got := ReclaimableOf(tc.ratio, tc.requested, tc.peak); got != tc.want {
+			t.Errorf("ReclaimableOf(%d, %d, %d) = %d, want %d", tc.ratio, tc.requested, tc.peak, got, tc.want)
+		}
+		s := ResourceState{ProdAllocated: tc.requested, ProdPeak: tc.peak, ProdPeakKnown: true}
+		if got := Reclaimable(tc.ratio, s); got != tc.want {
+			t.Errorf("Reclaimable(%d, %+v) = %d, want %d: the manager and the agent must share one definition", tc.ratio, s, got, tc.want)
+		}
+	}
 }

@@ -42,7 +42,7 @@ const (
 
 // ChartIDs are the charts of the report, in page order; each is also
 // written as <id>.svg.
-var ChartIDs = []string{"cpu", "contention", "qos", "tiers"}
+var ChartIDs = []string{"cpu", "harm", "qos", "tiers"}
 
 // ChartRect is where chart i of ChartIDs sits on the HTML page, in CSS
 // pixels from the top-left corner.
@@ -122,10 +122,20 @@ func slowdown(j sim.JobStats) string {
 }
 
 var rows = []row{
+	{"prod SLO-violation time (harm)", func(s *sim.Summary) string { return fmt.Sprintf("%.3f %%", s.ProdSLOViolationPercent) }},
+	{"prod work not served (core-s)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.ProdShortfallCoreSeconds) }},
+	{"prod SLO-violation time at 1.25 / 2 / 3× p99", func(s *sim.Summary) string {
+		if len(s.ProdSLOCurve) != 4 {
+			return "-"
+		}
+		c := s.ProdSLOCurve
+		return fmt.Sprintf("%.2f / %.2f / %.2f %%", c[0].ViolationPercent, c[2].ViolationPercent, c[3].ViolationPercent)
+	}},
+	{"prod p99 latency ÷ alone, mean", func(s *sim.Summary) string { return fmt.Sprintf("%.2f", s.ProdLatencyFactorMean) }},
+	{"batch+mid CPU used (core-h)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.Batch.CoreHours+s.Mid.CoreHours) }},
 	{"node CPU, mean", func(s *sim.Summary) string { return pct(s.MeanCPUPercent) }},
 	{"node CPU, p95", func(s *sim.Summary) string { return pct(s.P95CPUPercent) }},
-	{"prod contention (time over evict line)", func(s *sim.Summary) string { return fmt.Sprintf("%.3f %%", s.ProdContentionPercent) }},
-	{"prod CPU not served (core-s)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.ProdShortfallCoreSeconds) }},
+	{"node time over evict line (not harm)", func(s *sim.Summary) string { return fmt.Sprintf("%.3f %%", s.ProdContentionPercent) }},
 	{"BE evictions per node-hour", func(s *sim.Summary) string {
 		return fmt.Sprintf("%.3f (%d)", s.EvictionsPerNodeHour, s.Evictions)
 	}},
@@ -140,6 +150,7 @@ var rows = []row{
 	{"batch CPU used (core-h)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.Batch.CoreHours) }},
 	{"mid jobs completed", func(s *sim.Summary) string { return jobs(s.Mid) }},
 	{"mid slowdown, mean / p95", func(s *sim.Summary) string { return slowdown(s.Mid) }},
+	{"mid CPU used (core-h)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.Mid.CoreHours) }},
 	{"pods pending at the end", func(s *sim.Summary) string { return fmt.Sprint(s.PendingAtEnd) }},
 }
 
@@ -170,7 +181,53 @@ func WriteTable(w io.Writer, res *sim.Result) error {
 	for _, line := range cells {
 		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if cmp := Comparisons(res); len(cmp) > 0 {
+		fmt.Fprintln(w)
+		for _, c := range cmp {
+			fmt.Fprintln(w, c)
+		}
+	}
+	return nil
+}
+
+// Comparisons holds each colocated policy of res against the stronger
+// plain-Kubernetes baseline of the run -- the one that used more Batch and
+// Mid CPU -- one sentence each; none without a baseline.
+func Comparisons(res *sim.Result) []string {
+	var base *sim.PolicyResult
+	for i := range res.Policies {
+		p := &res.Policies[i]
+		if p.Policy.Baseline() && (base == nil || work(&p.Summary) > work(&base.Summary)) {
+			base = p
+		}
+	}
+	if base == nil {
+		return nil
+	}
+	var out []string
+	for i := range res.Policies {
+		p := &res.Policies[i]
+		if p.Policy.Baseline() {
+			continue
+		}
+		b, s := &base.Summary, &p.Summary
+		out = append(out, fmt.Sprintf("%s vs %s (the stronger baseline: more batch+mid CPU): batch+mid core-hours %s (%.0f vs %.0f), Prod SLO-violation time %.3f %% vs %.3f %%, Prod work not served %.0f vs %.0f core-s",
+			p.Policy, base.Policy, change(work(s), work(b)), work(s), work(b),
+			s.ProdSLOViolationPercent, b.ProdSLOViolationPercent, s.ProdShortfallCoreSeconds, b.ProdShortfallCoreSeconds))
+	}
+	return out
+}
+
+func work(s *sim.Summary) float64 { return s.Batch.CoreHours + s.Mid.CoreHours }
+
+func change(v, base float64) string {
+	if base == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.0f %%", 100*(v-base)/base)
 }
 
 // WriteMarkdown writes the summary as a Markdown table, for READMEs.
@@ -186,6 +243,12 @@ func WriteMarkdown(w io.Writer, res *sim.Result) error {
 		_, err := fmt.Fprintf(w, "| %s |\n", strings.Join(line, " | "))
 		if err != nil {
 			return err
+		}
+	}
+	if cmp := Comparisons(res); len(cmp) > 0 {
+		fmt.Fprintln(w)
+		for _, c := range cmp {
+			fmt.Fprintln(w, "- "+c)
 		}
 	}
 	return nil
@@ -213,22 +276,23 @@ func charts(res *sim.Result) []*chart {
 	}
 	color := func(i int) string { return palette[i%len(palette)] }
 	cpu := &chart{id: "cpu", title: "Cluster CPU utilisation", yLabel: "% of CPU capacity", xs: xs, yMax: 100}
-	cont := &chart{id: "contention", title: "Prod contention: Prod nodes over their CPU evict line", yLabel: "% of nodes", xs: xs}
+	cont := &chart{id: "harm", title: "Harm: Prod pods over their latency SLO", yLabel: "% of Prod pods", xs: xs}
 	qos := &chart{id: "qos", title: "Node QoS: Batch pods throttled (solid) and evicted per point (dashed)", yLabel: "pods", xs: xs}
 	tiers := &chart{id: "tiers", title: "Batch tier: allocatable vs requested vs used", yLabel: "cores", xs: xs}
 	for i, p := range res.Policies {
 		s := &p.Series
 		name := string(p.Policy)
-		cpu.lines = append(cpu.lines, series{name: name, color: color(i), ys: s.CPUPercent})
-		cont.lines = append(cont.lines, series{name: name, color: color(i), ys: s.ProdContentionPercent})
+		style := policyStyle(i, len(res.Policies))
+		cpu.lines = append(cpu.lines, series{name: name, color: color(i), style: style, ys: s.CPUPercent})
+		cont.lines = append(cont.lines, series{name: name, color: color(i), style: style, ys: s.ProdSLOViolationPercent})
 		qos.lines = append(qos.lines,
-			series{name: name, color: color(i), ys: s.ThrottledPods},
+			series{name: name, color: color(i), style: style, ys: s.ThrottledPods},
 			series{name: name + " evicted", color: color(i), dash: true, ys: s.Evictions, noLegend: true})
 	}
 	// The tier chart follows the first colocated policy (the first that
 	// publishes tiers), with plain Kubernetes' Batch use for comparison.
 	for i, p := range res.Policies {
-		if p.Policy == sim.PolicyK8sDefault {
+		if p.Policy.Baseline() {
 			continue
 		}
 		s := &p.Series
@@ -240,8 +304,8 @@ func charts(res *sim.Result) []*chart {
 		break
 	}
 	for i, p := range res.Policies {
-		if p.Policy == sim.PolicyK8sDefault {
-			tiers.lines = append(tiers.lines, series{name: "used, k8s-default", color: color(i), dash: true, ys: p.Series.BatchCores})
+		if p.Policy.Baseline() {
+			tiers.lines = append(tiers.lines, series{name: "used, " + string(p.Policy), color: color(i), dash: true, ys: p.Series.BatchCores})
 		}
 	}
 	// A chart of zeros still needs an axis.
@@ -285,6 +349,7 @@ func WriteHTML(w io.Writer, res *sim.Result, opts Options) error {
 	data := struct {
 		Title, Describe, Command string
 		Width, HeaderHeight      int
+		NarrowWidth              int
 		ChartsHeight             int
 		ChartWidth, ChartHeight  int
 		Charts                   []pageChart
@@ -295,6 +360,7 @@ func WriteHTML(w io.Writer, res *sim.Result, opts Options) error {
 		Describe:     describe(res),
 		Command:      opts.Command,
 		Width:        PageWidth,
+		NarrowWidth:  PageWidth - 1,
 		HeaderHeight: headerHeight,
 		ChartWidth:   ChartWidth,
 		ChartHeight:  ChartHeight,

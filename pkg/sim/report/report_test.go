@@ -42,7 +42,7 @@ func testResult(t *testing.T) *sim.Result {
 			resultErr = err
 			return
 		}
-		result, resultErr = sim.Run(context.Background(), sim.Config{Seed: 5}, w)
+		result, resultErr = sim.Run(context.Background(), sim.Config{Seed: 5, Policies: sim.Policies}, w)
 	})
 	if resultErr != nil {
 		t.Fatal(resultErr)
@@ -57,16 +57,17 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	// The workload line, a blank line, the header and one line per metric.
-	if want := 3 + len(rows); len(lines) != want {
+	// The workload line, a blank line, the header, one line per metric, a
+	// blank line and a comparison per colocated policy.
+	if want := 3 + len(rows) + 1 + 2; len(lines) != want {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), want, b.String())
 	}
 	header := strings.Fields(lines[2])
-	if diff := cmp.Diff([]string{"METRIC", "K8S-DEFAULT", "WATERLINE", "EVICT-ALL"}, header); diff != "" {
+	if diff := cmp.Diff([]string{"METRIC", "K8S-DEFAULT", "K8S-BESTEFFORT", "WATERLINE", "EVICT-ALL"}, header); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
 	// Each row's figures are the result's, formatted.
-	wl := res.Policies[1].Summary
+	wl := res.Policies[2].Summary
 	for _, want := range []string{
 		fmt.Sprintf("%.1f %%", wl.MeanCPUPercent),
 		fmt.Sprintf("%d / %d", wl.Batch.Completed, wl.Batch.Submitted),
@@ -89,11 +90,11 @@ func TestWriteMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	if lines[0] != "| metric | `k8s-default` | `waterline` | `evict-all` |" || lines[1] != "|---|---:|---:|---:|" {
+	if lines[0] != "| metric | `k8s-default` | `k8s-besteffort` | `waterline` | `evict-all` |" || lines[1] != "|---|---:|---:|---:|---:|" {
 		t.Errorf("header lines %q", lines[:2])
 	}
-	if len(lines) != 2+len(rows) {
-		t.Errorf("%d lines, want %d", len(lines), 2+len(rows))
+	if len(lines) != 2+len(rows)+1+2 {
+		t.Errorf("%d lines, want %d", len(lines), 2+len(rows)+1+2)
 	}
 }
 
@@ -140,7 +141,7 @@ func TestWriteDir(t *testing.T) {
 			t.Errorf("the page has no chart %s", ChartIDs[i])
 		}
 	}
-	for _, want := range []string{"waterline sim --nodes=12", "<table>", "prod contention"} {
+	for _, want := range []string{"waterline sim --nodes=12", "<table>", "prod SLO-violation time"} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("the page does not contain %q", want)
 		}

@@ -23,6 +23,9 @@ type series struct {
 	name  string
 	color string
 	dash  bool
+	// style, when set, draws the line with its own width and dashes, so
+	// that policies whose lines overlap stay visible (see policyStyle).
+	style *lineStyle
 	ys    []float64
 	// noLegend leaves the line out of the legend (a second line of a
 	// policy already named, told apart by its dashes).
@@ -106,11 +109,17 @@ func (c *chart) svg() string {
 			}
 			fmt.Fprintf(&pts, "%.1f,%.1f ", x(c.xs[i]), y(math.Min(v, yMax)))
 		}
-		dash := ""
+		dash, width := "", 2.0
 		if l.dash {
 			dash = ` stroke-dasharray="6 4"`
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`, l.color, dash, strings.TrimSpace(pts.String()))
+		if l.style != nil {
+			width = l.style.width
+			if l.style.dashes != "" && !l.dash {
+				dash = ` stroke-dasharray="` + l.style.dashes + `"`
+			}
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="%.1f" stroke-linejoin="round"%s points="%s"/>`, l.color, width, dash, strings.TrimSpace(pts.String()))
 	}
 	// Legend, under the title.
 	lx := float64(marginLeft)
@@ -122,12 +131,29 @@ func (c *chart) svg() string {
 		if l.dash {
 			dash = ` stroke-dasharray="6 4"`
 		}
+		if l.style != nil && l.style.dashes != "" && !l.dash {
+			dash = ` stroke-dasharray="` + l.style.dashes + `"`
+		}
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="36" y2="36" stroke="%s" stroke-width="3"%s/>`, lx, lx+22, l.color, dash)
 		fmt.Fprintf(&b, `<text x="%.1f" y="40" fill="#333">%s</text>`, lx+26, html.EscapeString(l.name))
 		lx += 40 + 7*float64(len(l.name))
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// lineStyle is how a policy's line is drawn.
+type lineStyle struct {
+	width  float64
+	dashes string
+}
+
+// policyStyle gives policy i of n its line: the first drawn is the
+// widest and solid, each later one thinner and dashed differently, so a
+// line drawn over another leaves it showing at the edges and in its gaps.
+func policyStyle(i, n int) *lineStyle {
+	dashes := []string{"", "10 4", "3 3", "12 3 3 3"}
+	return &lineStyle{width: 1.5 + 1.5*float64(n-1-i), dashes: dashes[i%len(dashes)]}
 }
 
 // niceCeil rounds v up to 1, 2 or 5 × a power of ten (and 1 for v ≤ 0).

@@ -153,7 +153,7 @@ func Alibaba(path string, p SyntheticParams) (*Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.Name = "alibaba-v2018 (" + path + ")"
+	w.Name = "alibaba-v2018 (" + filepath.Base(filepath.Dir(path)) + ")"
 	w.Shapes = shapes
 	var perNode = make([]int64, len(w.Nodes))
 	for i := range w.Services {
@@ -209,7 +209,7 @@ func OpenB(dir string, p SyntheticParams) (*Workload, error) {
 		return nil, errors.New("workload openb: the lists need nodes, LS pods and BE pods with CPU and memory requests")
 	}
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x6f70656e62))
-	w := &Workload{Name: "openb (" + dir + ")", Start: p.Start, Duration: p.Duration}
+	w := &Workload{Name: "openb (" + filepath.Base(dir) + ")", Start: p.Start, Duration: p.Duration}
 	w.Shapes = diurnalShapes(p)
 	for i := range p.Nodes {
 		on := nodes[i%len(nodes)]
@@ -291,7 +291,7 @@ func Bitbrains(dir string, p SyntheticParams) (*Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.Name = "bitbrains (" + dir + ")"
+	w.Name = "bitbrains (" + filepath.Base(dir) + ")"
 	w.Shapes = shapes
 	for k := range w.Services {
 		s := &w.Services[k]

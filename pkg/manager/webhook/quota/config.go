@@ -14,14 +14,14 @@ import (
 // Exactly one of PriorityClasses and AllPriorityClasses must be set: a
 // webhook that limits nothing is a configuration mistake.
 type Config struct {
-	// PriorityClasses are the names of the classes whose pods need a
-	// covering ResourceQuota -- the seed's matchScopes operator In with
-	// these values. Each must be a valid PriorityClass name (a DNS
-	// subdomain), listed once. Pods of other classes, and pods without a
-	// class, are never judged. Default: empty.
+	// PriorityClasses are the names of the classes whose pods need a covering
+	// ResourceQuota -- a PriorityClass scope with operator In and these values
+	// (docs/design/preemption.md#quota-per-priorityclass). Each must be a valid
+	// PriorityClass name (a DNS subdomain), listed once. Pods of other classes,
+	// and pods without a class, are never judged. Default: empty.
 	PriorityClasses []string `json:"priorityClasses,omitempty"`
 	// AllPriorityClasses makes every pod that names a PriorityClass need a
-	// covering ResourceQuota -- the seed's matchScopes operator Exists.
+	// covering ResourceQuota -- a PriorityClass scope with operator Exists.
 	// Pods without a class are never judged. Default: false.
 	AllPriorityClasses bool `json:"allPriorityClasses,omitempty"`
 }

@@ -1,7 +1,8 @@
-// Package quota is waterline-manager's quota admission webhook (seed 004):
-// pods that use one of the configured PriorityClasses are admitted only in
-// namespaces that have a ResourceQuota scoped to that class, so every pod of
-// a high or NonPreemptible class is held by a quota.
+// Package quota is waterline-manager's quota admission webhook
+// (docs/design/preemption.md#quota-per-priorityclass): pods that use one of the
+// configured PriorityClasses are admitted only in namespaces that have a
+// ResourceQuota scoped to that class, so every pod of a high or NonPreemptible
+// class is held by a quota.
 //
 // It does for clusters whose API server flags cannot be changed what the
 // ResourceQuota admission plugin's limitedResources/matchScopes

@@ -4,11 +4,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// BandPreemptionArgs configures the BandPreemption plugin (seed 004). It
-// carries DefaultPreemption's args, which BandPreemption hands to the
-// default preemption it wraps; the victim rules themselves take no
-// arguments: they come from PriorityClass annotations. The versioned form,
-// v1.BandPreemptionArgs, documents the defaults.
+// BandPreemptionArgs configures the BandPreemption plugin
+// (docs/design/preemption.md#victim-rules). It carries DefaultPreemption's
+// args, which BandPreemption hands to the default preemption it wraps; the
+// victim rules themselves take no arguments: they come from PriorityClass
+// annotations. The versioned form, v1.BandPreemptionArgs, documents the
+// defaults.
 //
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true

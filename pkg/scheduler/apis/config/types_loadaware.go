@@ -7,10 +7,10 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 )
 
-// LoadAwareArgs configures the LoadAware plugin (seed 001, Koordinator's
-// LoadAwareSchedulingArgs). Percentages are of the node's allocatable (or
-// of its waterline.dev/raw-allocatable annotation). The versioned form,
-// v1.LoadAwareArgs, documents the defaults.
+// LoadAwareArgs configures the LoadAware plugin (docs/design/loadaware.md,
+// Koordinator's LoadAwareSchedulingArgs). Percentages are of the node's
+// allocatable (or of its waterline.dev/raw-allocatable annotation). The
+// versioned form, v1.LoadAwareArgs, documents the defaults.
 //
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
@@ -43,6 +43,15 @@ type LoadAwareArgs struct {
 	// ProdUsageIncludePrediction judges Prod pods by max(Prod usage, the
 	// NodeMetric's predicted status.prodPeak) instead of Prod usage alone.
 	ProdUsageIncludePrediction bool
+	// NodeUsageIncludePrediction judges every pod not judged by Prod usage
+	// (Mid, Batch, Free; Prod without Prod thresholds) by node usage with
+	// its Prod part raised to the predicted Prod peak:
+	// node usage + max(0, prodPeak − Prod usage).
+	NodeUsageIncludePrediction bool
+	// ScoreAccordingPrediction makes Score use the same predicted load:
+	// node usage + max(0, prodPeak − Prod usage), or, for Prod pods with
+	// ScoreAccordingProdUsage, max(Prod usage, prodPeak).
+	ScoreAccordingPrediction bool
 	// ScoreAccordingProdUsage scores nodes for Prod pods by Prod usage
 	// instead of node usage.
 	ScoreAccordingProdUsage bool

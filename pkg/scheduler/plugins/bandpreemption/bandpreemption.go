@@ -1,7 +1,7 @@
 // Package bandpreemption is the BandPreemption PostFilter plugin: the
 // scheduler's default preemption, run by the framework's own preemption
-// evaluator, with Waterline's victim rules (seed 004) plugged into its
-// extension hooks:
+// evaluator, with Waterline's victim rules
+// (docs/design/preemption.md#victim-rules) plugged into its extension hooks:
 //
 //   - a running pod whose PriorityClass is annotated
 //     waterline.dev/preemption-policy: NonPreemptible is never a victim of a

@@ -2,6 +2,7 @@ package loadaware
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -71,80 +73,85 @@ func newSnapshotInfos(nodes []*corev1.Node, pods []*corev1.Pod) []fwk.NodeInfo {
 	return infos
 }
 
-// BenchmarkFilterScore measures Filter + Score of one pending pod on every
-// node, per node, for LoadAware and, on the same NodeInfos in the same run,
-// for the in-tree NodeResourcesFit (LeastAllocated, cpu and memory) as the
-// baseline.
+// BenchmarkFilterScore measures one scheduling cycle of one pending pod
+// over every node -- PreFilter, Filter on each node, PreScore, Score on
+// each node -- per node, for LoadAware and, on the same NodeInfos in the
+// same run, for the in-tree NodeResourcesFit (LeastAllocated, cpu and
+// memory) as the baseline. workers=1 runs the nodes in order; workers=16
+// runs Filter and Score the way the scheduler does, on 16 goroutines (its
+// default parallelism), where state shared between nodes (a lock) costs
+// most.
 func BenchmarkFilterScore(b *testing.B) {
 	incoming := pod("incoming", "1", "2Gi").Obj()
+	type cyclePlugin interface {
+		fwk.PreFilterPlugin
+		fwk.FilterPlugin
+		fwk.PreScorePlugin
+		fwk.ScorePlugin
+	}
 	for _, n := range []int{1000, 5000} {
 		e, infos := benchCluster(b, n)
-
-		b.Run(fmt.Sprintf("plugin=LoadAware/nodes=%d", n), func(b *testing.B) {
-			state := framework.NewCycleState()
-			if _, s := e.pl.PreFilter(e.ctx, state, incoming, infos); !s.IsSuccess() {
-				b.Fatal(s)
-			}
-			sweep := func() {
-				for _, ni := range infos {
-					if s := e.pl.Filter(e.ctx, state, incoming, ni); !s.IsSuccess() {
-						b.Fatalf("Filter on %s: %v", ni.Node().Name, s)
+		fh, err := frameworkruntime.NewFramework(e.ctx, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fitPl, err := noderesources.NewFit(e.ctx, &schedconfig.NodeResourcesFitArgs{
+			ScoringStrategy: &schedconfig.ScoringStrategy{
+				Type:      schedconfig.LeastAllocated,
+				Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}},
+			},
+		}, fh, feature.Features{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, workers := range []int{1, 16} {
+			par := parallelize.NewParallelizer(workers)
+			for _, pc := range []struct {
+				name string
+				pl   cyclePlugin
+			}{{"LoadAware", e.pl}, {"NodeResourcesFit", fitPl.(*noderesources.Fit)}} {
+				b.Run(fmt.Sprintf("plugin=%s/nodes=%d/workers=%d", pc.name, n, workers), func(b *testing.B) {
+					cycle := func() {
+						state := framework.NewCycleState()
+						if _, s := pc.pl.PreFilter(e.ctx, state, incoming, infos); !s.IsSuccess() {
+							b.Fatal(s)
+						}
+						par.Until(e.ctx, len(infos), func(i int) {
+							if s := pc.pl.Filter(e.ctx, state, incoming, infos[i]); !s.IsSuccess() {
+								b.Errorf("Filter on %s: %v", infos[i].Node().Name, s)
+							}
+						}, "filter")
+						if s := pc.pl.PreScore(e.ctx, state, incoming, infos); !s.IsSuccess() {
+							b.Fatal(s)
+						}
+						par.Until(e.ctx, len(infos), func(i int) {
+							if _, s := pc.pl.Score(e.ctx, state, incoming, infos[i]); !s.IsSuccess() {
+								b.Errorf("Score on %s: %v", infos[i].Node().Name, s)
+							}
+						}, "score")
 					}
-					if _, s := e.pl.Score(e.ctx, state, incoming, ni); !s.IsSuccess() {
-						b.Fatal(s)
+					cycle() // the steady state: excess sums and node annotations cached
+					b.ReportAllocs()
+					b.ResetTimer()
+					cpu0 := cpuTime(b)
+					for b.Loop() {
+						cycle()
 					}
-				}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
+					b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N)/float64(n), "cpu-ns/node")
+				})
 			}
-			sweep() // the steady state: excess sums and node annotations cached
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				sweep()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
-		})
-
-		b.Run(fmt.Sprintf("plugin=NodeResourcesFit/nodes=%d", n), func(b *testing.B) {
-			fh, err := frameworkruntime.NewFramework(e.ctx, nil, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			pl, err := noderesources.NewFit(e.ctx, &schedconfig.NodeResourcesFitArgs{
-				ScoringStrategy: &schedconfig.ScoringStrategy{
-					Type:      schedconfig.LeastAllocated,
-					Resources: []schedconfig.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}},
-				},
-			}, fh, feature.Features{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			fit := pl.(*noderesources.Fit)
-			state := framework.NewCycleState()
-			if _, s := fit.PreFilter(e.ctx, state, incoming, infos); !s.IsSuccess() {
-				b.Fatal(s)
-			}
-			if s := fit.PreScore(e.ctx, state, incoming, infos); !s.IsSuccess() {
-				b.Fatal(s)
-			}
-			sweep := func() {
-				for _, ni := range infos {
-					if s := fit.Filter(e.ctx, state, incoming, ni); !s.IsSuccess() {
-						b.Fatalf("Filter on %s: %v", ni.Node().Name, s)
-					}
-					if _, s := fit.Score(e.ctx, state, incoming, ni); !s.IsSuccess() {
-						b.Fatal(s)
-					}
-				}
-			}
-			sweep()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				sweep()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
-		})
+		}
 	}
+}
+
+// cpuTime is the CPU time (user + system) the process has used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkNodeExcessRefresh measures what a node costs when its cached

@@ -3,7 +3,9 @@ package loadaware
 import (
 	"errors"
 	"iter"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,14 +20,48 @@ import (
 // when it arrives. The excess of those pods is summed once and kept until a
 // pod or the metric changes or a forced estimation window ends, so Filter
 // and Score read a few vectors under a per-node lock and allocate nothing.
+//
+// The scheduling cycle does not take the cache's lock: PreFilter takes a
+// read-only snapshot of the node index (snapshot), rebuilt only when a
+// node entry was added or dropped since the last one, and Filter and Score
+// look nodes up in it without locking -- only the node's own state is
+// locked while it is read. (A global RWMutex taken twice per node per
+// cycle by 16 parallel Filter goroutines cost more than the decisions.)
 type nodeCache struct {
 	cfg *core.Config
 
-	mu    sync.RWMutex
+	mu    sync.Mutex
 	nodes map[string]*nodeState
 	// podNode is the node each counted pod is counted on, so that a pod
 	// that moves or goes away is taken off the right node.
 	podNode map[types.UID]string
+	// index is the last snapshot of nodes; stale is set when an entry was
+	// added or dropped since it was taken.
+	index atomic.Pointer[nodeIndex]
+	stale atomic.Bool
+}
+
+// nodeIndex is a read-only copy of the cache's node map: the entries are
+// shared (each guarded by its own lock), the map is never written.
+type nodeIndex map[string]*nodeState
+
+// snapshot returns the node index, rebuilding it when entries were added
+// or dropped since the last call. Scheduling cycles call it once, in
+// PreFilter or PreScore.
+func (c *nodeCache) snapshot() nodeIndex {
+	if idx := c.index.Load(); idx != nil && !c.stale.Load() {
+		return *idx
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stale.Store(false)
+	idx := maps.Clone(c.nodes)
+	if idx == nil {
+		idx = map[string]*nodeState{}
+	}
+	ni := nodeIndex(idx)
+	c.index.Store(&ni)
+	return ni
 }
 
 // nodeState is one node's entry; its fields are guarded by mu.
@@ -40,6 +76,10 @@ type nodeState struct {
 	// node is the Node object load.Allocatable and load.Thresholds were
 	// derived from; a new object in the snapshot derives them again.
 	node *corev1.Node
+	// annotationErr is the last error of the node's annotations, so each
+	// new one is reported once, not once per Node object (every status
+	// heartbeat is a new object).
+	annotationErr string
 	// excessFresh is false after any change of metric or pods; excessUntil
 	// is when a forced window ends and the sums must be redone.
 	excessFresh bool
@@ -57,10 +97,11 @@ func newNodeCache(cfg *core.Config) *nodeCache {
 	return &nodeCache{cfg: cfg, nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}}
 }
 
-// get returns a node's state, or nil when LoadAware knows nothing about it.
+// get returns a node's state, or nil when LoadAware knows nothing about it,
+// off the scheduling path (handlers, tests).
 func (c *nodeCache) get(name string) *nodeState {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.nodes[name]
 }
 
@@ -70,26 +111,30 @@ func (c *nodeCache) getOrCreateLocked(name string) *nodeState {
 	if ns == nil {
 		ns = &nodeState{pods: map[types.UID]*assignedPod{}}
 		c.nodes[name] = ns
+		c.stale.Store(true)
 	}
 	return ns
 }
 
-// setMetric records a node's NodeMetric, or its deletion when m is nil.
-// A metric reported earlier than the one held is ignored: NodeMetrics reach
-// the plugin two ways -- its own informer, and the requeue hints fed by the
-// scheduler's informer -- and neither may take the plugin's view back.
-func (c *nodeCache) setMetric(name string, m *core.Metric) {
+// setMetric records a node's NodeMetric, or its deletion when m is nil,
+// and returns the one it replaced; applied is false when m was ignored. A
+// metric reported earlier than the one held is ignored, so that a late
+// delivery (a relist) never takes the view back.
+func (c *nodeCache) setMetric(name string, m *core.Metric) (prev *core.Metric, applied bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ns := c.getOrCreateLocked(name)
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	if m != nil && ns.load.Metric != nil && ns.load.Metric.UpdateTime.After(m.UpdateTime) {
-		return
+	prev = ns.load.Metric
+	if m != nil && prev != nil && prev.UpdateTime.After(m.UpdateTime) {
+		c.dropIfEmptyLocked(name, ns)
+		return prev, false
 	}
 	ns.load.Metric = m
 	ns.excessFresh = false
 	c.dropIfEmptyLocked(name, ns)
+	return prev, true
 }
 
 // assign counts a pod on nodeName: bound (assumed false) or reserved by this
@@ -115,8 +160,8 @@ func (c *nodeCache) assign(pod *corev1.Pod, nodeName string, assumed bool, sched
 // scheduledAt returns when a counted pod was assigned, and false if it is
 // not counted.
 func (c *nodeCache) scheduledAt(uid types.UID) (time.Time, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	name, ok := c.podNode[uid]
 	if !ok {
 		return time.Time{}, false
@@ -157,6 +202,7 @@ func (c *nodeCache) removeLocked(uid types.UID, onlyAssumed bool) {
 func (c *nodeCache) dropIfEmptyLocked(name string, ns *nodeState) {
 	if ns.load.Metric == nil && len(ns.pods) == 0 {
 		delete(c.nodes, name)
+		c.stale.Store(true)
 	}
 }
 
@@ -164,10 +210,11 @@ func (c *nodeCache) dropIfEmptyLocked(name string, ns *nodeState) {
 // the caller reads ns.load and unlocks ns.mu. It returns nil when LoadAware
 // knows nothing about the node. Handing out the locked state rather than a
 // copy of the load keeps Filter and Score from copying half a kilobyte per
-// node. The error is the node's malformed annotations, reported only when
-// the Node object changed, so that a caller logs each once.
-func (c *nodeCache) acquire(node *corev1.Node, now time.Time) (*nodeState, error) {
-	ns := c.get(node.Name)
+// node. The error is the node's malformed annotations, returned only when
+// it differs from the last one returned for the node, so that a caller
+// reports each once.
+func (c *nodeCache) acquire(idx nodeIndex, node *corev1.Node, now time.Time) (*nodeState, error) {
+	ns := idx[node.Name]
 	if ns == nil {
 		return nil, nil
 	}
@@ -179,6 +226,14 @@ func (c *nodeCache) acquire(node *corev1.Node, now time.Time) (*nodeState, error
 		ns.load.Thresholds, thrErr = c.cfg.NodeThresholds(node)
 		ns.node = node
 		err = errors.Join(allocErr, thrErr)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if msg == ns.annotationErr {
+			err = nil
+		}
+		ns.annotationErr = msg
 	}
 	if m := ns.load.Metric; m != nil && (!ns.excessFresh || !ns.excessUntil.IsZero() && !now.Before(ns.excessUntil)) {
 		ns.load.Excess, ns.load.ProdExcess, ns.excessUntil = core.NodeExcess(ns.podSeq(), m, now)
@@ -190,7 +245,7 @@ func (c *nodeCache) acquire(node *corev1.Node, now time.Time) (*nodeState, error
 // load returns a copy of a node's load at now, for tests and callers off
 // the hot path.
 func (c *nodeCache) load(node *corev1.Node, now time.Time) (core.NodeLoad, error) {
-	ns, err := c.acquire(node, now)
+	ns, err := c.acquire(c.snapshot(), node, now)
 	if ns == nil {
 		return core.NodeLoad{}, err
 	}

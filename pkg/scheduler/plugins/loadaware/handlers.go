@@ -1,9 +1,12 @@
 package loadaware
 
 import (
+	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -18,9 +21,18 @@ import (
 func (pl *LoadAware) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 	upsert := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
-		if !ok || pod.Spec.NodeName == "" {
+		if !ok {
 			return
 		}
+		if pod.Spec.NodeName == "" {
+			if pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+				pl.pending.set(pod)
+			} else {
+				pl.pending.remove(pod.UID)
+			}
+			return
+		}
+		pl.pending.remove(pod.UID)
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			pl.cache.remove(pod.UID, false)
 			return
@@ -38,6 +50,7 @@ func (pl *LoadAware) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
 				pl.cache.remove(pod.UID, false)
+				pl.pending.remove(pod.UID)
 			}
 		},
 	}
@@ -59,12 +72,20 @@ func (pl *LoadAware) scheduledAt(pod *corev1.Pod) time.Time {
 	return pl.clock.Now()
 }
 
-// metricHandler converts each NodeMetric once, when it arrives.
+// metricHandler converts each NodeMetric once, when it arrives, and wakes
+// the activation of refused pods when the change may admit more
+// (core.Config.MayAdmitMore, or a deletion).
 func (pl *LoadAware) metricHandler(logger klog.Logger) cache.ResourceEventHandler {
 	set := func(obj any) {
-		if nm, ok := obj.(*v1alpha1.NodeMetric); ok {
-			pl.cache.setMetric(nm.Name, pl.cfg.NewMetric(nm))
-			logger.V(5).Info("NodeMetric updated", "node", klog.KRef("", nm.Name))
+		nm, ok := obj.(*v1alpha1.NodeMetric)
+		if !ok {
+			return
+		}
+		m := pl.cfg.NewMetric(nm)
+		prev, applied := pl.cache.setMetric(nm.Name, m)
+		logger.V(5).Info("NodeMetric updated", "node", klog.KRef("", nm.Name), "applied", applied)
+		if applied && pl.cfg.MayAdmitMore(prev, m) {
+			pl.wakeActivation()
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -75,8 +96,100 @@ func (pl *LoadAware) metricHandler(logger klog.Logger) cache.ResourceEventHandle
 				obj = tombstone.Obj
 			}
 			if nm, ok := obj.(*v1alpha1.NodeMetric); ok {
-				pl.cache.setMetric(nm.Name, nil)
+				if prev, _ := pl.cache.setMetric(nm.Name, nil); prev != nil {
+					pl.wakeActivation()
+				}
 			}
 		},
 	}
+}
+
+// wakeActivation asks the activation loop to run; wakes coalesce.
+func (pl *LoadAware) wakeActivation() {
+	select {
+	case pl.wake <- struct{}{}:
+	default:
+	}
+}
+
+// activationInterval is the least time between two activations: NodeMetric
+// changes come from every node, and a pod activated once per interval at
+// most is not kept from its backoff for long.
+const activationInterval = time.Second
+
+// runActivation activates refused pods when woken, at most once per
+// activationInterval, until ctx ends.
+func (pl *LoadAware) runActivation(ctx context.Context, logger klog.Logger) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-pl.wake:
+		}
+		pl.activateRefused(logger)
+		timer.Reset(activationInterval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+// activateRefused hands the scheduling queue the pending pods LoadAware
+// may have refused: those whose PodScheduled=False message names one of
+// its reasons, and those not refused yet (possibly in their first cycle,
+// judged on the view this plugin just replaced; the queue records the
+// activation and requeues them when they come back). The queue ignores
+// pods it does not hold (other schedulers', already active).
+func (pl *LoadAware) activateRefused(logger klog.Logger) {
+	pods := pl.pending.matching(pl.reasons.mayHaveRefused)
+	if len(pods) == 0 {
+		return
+	}
+	logger.V(4).Info("Activating pods LoadAware may have refused", "count", len(pods))
+	pl.activator.Activate(logger, pods)
+}
+
+// pendingPods are the pods not bound to a node yet, by UID.
+type pendingPods struct {
+	mu   sync.Mutex
+	pods map[types.UID]*corev1.Pod
+}
+
+func (p *pendingPods) set(pod *corev1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pods == nil {
+		p.pods = map[types.UID]*corev1.Pod{}
+	}
+	p.pods[pod.UID] = pod
+}
+
+func (p *pendingPods) remove(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.pods, uid)
+}
+
+func (p *pendingPods) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pods)
+}
+
+// matching returns the pending pods for which keep is true, by
+// namespace/name, as the PodActivator takes them.
+func (p *pendingPods) matching(keep func(*corev1.Pod) bool) map[string]*corev1.Pod {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]*corev1.Pod{}
+	for _, pod := range p.pods {
+		if keep(pod) {
+			out[pod.Namespace+"/"+pod.Name] = pod
+		}
+	}
+	return out
 }

@@ -2,6 +2,9 @@ package loadaware
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -44,6 +49,51 @@ type env struct {
 	kube     *kubefake.Clientset
 	wl       *wlfake.Clientset
 	snapshot *cache.Snapshot
+	// events holds the Events the plugin emitted, one string each.
+	events *events.FakeRecorder
+	// activator records the pods the plugin activated.
+	activator *fakeActivator
+}
+
+// fakeActivator is the scheduling queue's PodActivator, recording.
+type fakeActivator struct {
+	mu   sync.Mutex
+	pods map[string]bool
+}
+
+func (a *fakeActivator) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pods == nil {
+		a.pods = map[string]bool{}
+	}
+	for _, p := range pods {
+		a.pods[p.Namespace+"/"+p.Name] = true
+	}
+}
+
+// names returns the activated pods, sorted.
+func (a *fakeActivator) names() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Sorted(maps.Keys(a.pods))
+}
+
+func (a *fakeActivator) reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pods = nil
+}
+
+// updateMetric writes a NodeMetric to the fake API, creating it if needed.
+func (e *env) updateMetric(nm *v1alpha1.NodeMetric) {
+	e.t.Helper()
+	client := e.wl.WaterlineV1alpha1().NodeMetrics()
+	if _, err := client.Update(e.ctx, nm, metav1.UpdateOptions{}); err != nil {
+		if _, err := client.Create(e.ctx, nm, metav1.CreateOptions{}); err != nil {
+			e.t.Fatalf("writing NodeMetric %s: %v", nm.Name, err)
+		}
+	}
 }
 
 func defaultArgs() *config.LoadAwareArgs {
@@ -68,12 +118,14 @@ func newEnv(t testing.TB, args *config.LoadAwareArgs, nodes []*corev1.Node, pods
 		wlObjs = append(wlObjs, m)
 	}
 	e := &env{
-		t:        t,
-		ctx:      ctx,
-		clock:    testingclock.NewFakeClock(t0.Add(10 * time.Second)),
-		kube:     kubefake.NewClientset(kubeObjs...),
-		wl:       newWaterlineClient(wlObjs...),
-		snapshot: cache.NewSnapshot(pods, nodes),
+		t:         t,
+		ctx:       ctx,
+		clock:     testingclock.NewFakeClock(t0.Add(10 * time.Second)),
+		kube:      kubefake.NewClientset(kubeObjs...),
+		wl:        newWaterlineClient(wlObjs...),
+		snapshot:  cache.NewSnapshot(pods, nodes),
+		events:    events.NewFakeRecorder(100),
+		activator: &fakeActivator{},
 	}
 	informerFactory := informers.NewSharedInformerFactory(e.kube, 0)
 	factory := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
@@ -84,11 +136,13 @@ func newEnv(t testing.TB, args *config.LoadAwareArgs, nodes []*corev1.Node, pods
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
-		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "Score", "Reserve"),
+		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "PreScore", "Score", "Reserve"),
 	}, "waterline-scheduler",
 		frameworkruntime.WithInformerFactory(informerFactory),
 		frameworkruntime.WithSnapshotSharedLister(e.snapshot),
 		frameworkruntime.WithClientSet(e.kube),
+		frameworkruntime.WithEventRecorder(e.events),
+		frameworkruntime.WithPodActivator(e.activator),
 	)
 	if err != nil {
 		t.Fatalf("creating the framework: %v", err)
@@ -129,6 +183,9 @@ func (e *env) scores(pod *corev1.Pod, nodes ...string) map[string]int64 {
 	for _, n := range nodes {
 		infos = append(infos, e.nodeInfo(n))
 	}
+	if s := e.fw.RunPreScorePlugins(e.ctx, state, pod, infos); !s.IsSuccess() {
+		e.t.Fatalf("PreScore: %v", s)
+	}
 	list, s := e.fw.RunScorePlugins(e.ctx, state, pod, infos)
 	if !s.IsSuccess() {
 		e.t.Fatalf("Score: %v", s)
@@ -158,6 +215,9 @@ func (e *env) schedule(pod *corev1.Pod, nodes ...string) string {
 	}
 	if len(feasible) == 0 {
 		return ""
+	}
+	if s := e.fw.RunPreScorePlugins(e.ctx, state, pod, feasible); !s.IsSuccess() {
+		e.t.Fatalf("PreScore: %v", s)
 	}
 	list, s := e.fw.RunScorePlugins(e.ctx, state, pod, feasible)
 	if !s.IsSuccess() {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -22,20 +23,32 @@ const NodeMetricEvents fwk.EventResource = "nodemetrics.v1alpha1.waterline.dev"
 // EventsToRegister returns the events that may turn a LoadAware refusal
 // into a fit, each with a hint that skips the ones that cannot:
 //
-//   - a NodeMetric added, or updated so that the node reports again, left
-//     forbid-scheduling, or shows less load (core.Config.MayAdmitMore);
+//   - a NodeMetric added or deleted, or updated so that the node reports
+//     again, left forbid-scheduling, or shows less load
+//     (core.Config.MayAdmitMore);
 //   - an assigned pod deleted (its excess goes at once), or any pod scaled
 //     down;
 //   - a node added, or its allocatable or LoadAware annotations changed.
 func (pl *LoadAware) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: NodeMetricEvents, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.isSchedulableAfterNodeMetricChange},
+		{Event: fwk.ClusterEvent{Resource: NodeMetricEvents, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterNodeMetricChange},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete | fwk.UpdatePodScaleDown}, QueueingHintFn: isSchedulableAfterPodChange},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeAnnotation}, QueueingHintFn: isSchedulableAfterNodeChange},
 	}, nil
 }
 
+// isSchedulableAfterNodeMetricChange answers from the objects alone: it
+// must not change the plugin's view, since the framework does not promise
+// to ask it. The plugin's own informer updates the view and, should it
+// learn of a change after this hint requeued a pod that was then refused
+// on the older view, activates the pods LoadAware refused
+// (activateRefused).
 func (pl *LoadAware) isSchedulableAfterNodeMetricChange(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	if newObj == nil {
+		// Deleted: the node has no NodeMetric any more and fits unchecked.
+		logger.V(5).Info("NodeMetric deletion may make the pod schedulable", "pod", klog.KObj(pod))
+		return fwk.Queue, nil
+	}
 	cur, err := toNodeMetric(newObj)
 	if err != nil {
 		return fwk.Queue, err
@@ -48,13 +61,7 @@ func (pl *LoadAware) isSchedulableAfterNodeMetricChange(logger klog.Logger, pod 
 		}
 		old = pl.cfg.NewMetric(prev)
 	}
-	m := pl.cfg.NewMetric(cur)
-	if pl.cfg.MayAdmitMore(old, m) {
-		// The scheduler's informer can deliver this NodeMetric before the
-		// plugin's own does. The requeued pod must not be judged on the
-		// older view, or it is refused again and waits for the next flush
-		// of unschedulable pods (minutes): hand the plugin what woke it.
-		pl.cache.setMetric(cur.Name, m)
+	if pl.cfg.MayAdmitMore(old, pl.cfg.NewMetric(cur)) {
 		logger.V(5).Info("NodeMetric change may make the pod schedulable", "pod", klog.KObj(pod), "node", klog.KRef("", cur.Name))
 		return fwk.Queue, nil
 	}
@@ -73,6 +80,8 @@ func toNodeMetric(obj any) (*v1alpha1.NodeMetric, error) {
 			return nil, fmt.Errorf("converting NodeMetric %s: %w", o.GetName(), err)
 		}
 		return nm, nil
+	case cache.DeletedFinalStateUnknown:
+		return toNodeMetric(o.Obj)
 	}
 	return nil, fmt.Errorf("want a NodeMetric, got %T", obj)
 }

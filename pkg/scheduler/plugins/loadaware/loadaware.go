@@ -1,8 +1,9 @@
-// Package loadaware is the LoadAware scheduler plugin (seed 001): it keeps
-// pods off nodes whose real load -- the NodeMetric the node's agent
-// reports, plus what pods assigned since then will add -- would cross a
-// threshold, prefers the least loaded nodes, and keeps Batch and Free pods
-// off nodes the agent put in forbid-scheduling state (seed 002).
+// Package loadaware is the LoadAware scheduler plugin
+// (docs/design/loadaware.md): it keeps pods off nodes whose real load -- the
+// NodeMetric the node's agent reports, plus what pods assigned since then will
+// add -- would cross a threshold, prefers the least loaded nodes, and keeps
+// Batch and Free pods off nodes the agent put in forbid-scheduling state
+// (docs/design/loadaware.md#forbid-scheduling).
 //
 // It is the framework adapter of pkg/core/loadaware, which makes every
 // decision; this package feeds it from informers (NodeMetrics, pods), keeps
@@ -21,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
@@ -39,8 +41,12 @@ import (
 // Name is the plugin's name in a KubeSchedulerConfiguration.
 const Name = "LoadAware"
 
-// preFilterStateKey is where PreFilter leaves the pod's estimate.
-const preFilterStateKey fwk.StateKey = "PreFilter" + Name
+// preFilterStateKey and preScoreStateKey are where PreFilter and PreScore
+// leave the cycle's state (the same state when both run).
+const (
+	preFilterStateKey fwk.StateKey = "PreFilter" + Name
+	preScoreStateKey  fwk.StateKey = "PreScore" + Name
+)
 
 // metricSyncTimeout bounds how long New waits for the NodeMetric informer:
 // scheduling blind to load is worse than a scheduler that does not start,
@@ -50,6 +56,7 @@ const metricSyncTimeout = time.Minute
 var (
 	_ fwk.PreFilterPlugin   = &LoadAware{}
 	_ fwk.FilterPlugin      = &LoadAware{}
+	_ fwk.PreScorePlugin    = &LoadAware{}
 	_ fwk.ScorePlugin       = &LoadAware{}
 	_ fwk.ReservePlugin     = &LoadAware{}
 	_ fwk.EnqueueExtensions = &LoadAware{}
@@ -62,6 +69,14 @@ type LoadAware struct {
 	clock   clock.PassiveClock
 	cache   *nodeCache
 	reasons reasons
+	// recorder emits Events about nodes; nil in tests without one.
+	recorder events.EventRecorder
+	// activator is the scheduling queue, to activate refused pods.
+	activator fwk.PodActivator
+	// pending are the pods not bound yet; wake asks runActivation to
+	// activate the ones LoadAware may have refused.
+	pending pendingPods
+	wake    chan struct{}
 	// stopped is closed once the NodeMetric informers have stopped.
 	stopped chan struct{}
 }
@@ -116,6 +131,8 @@ func coreSpec(args *config.LoadAwareArgs) core.Spec {
 		ProdUsageThresholds:                  args.ProdUsageThresholds,
 		ProdUsageIncludeSys:                  args.ProdUsageIncludeSys,
 		ProdUsageIncludePrediction:           args.ProdUsageIncludePrediction,
+		NodeUsageIncludePrediction:           args.NodeUsageIncludePrediction,
+		ScoreAccordingPrediction:             args.ScoreAccordingPrediction,
 		ScoreAccordingProdUsage:              args.ScoreAccordingProdUsage,
 		EstimatedScalingFactors:              args.EstimatedScalingFactors,
 		EstimatedAfterPodScheduled:           time.Duration(args.EstimatedSecondsAfterPodScheduled) * time.Second,
@@ -140,11 +157,16 @@ func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, cl
 		return nil, fmt.Errorf("invalid LoadAware args: %w", err)
 	}
 	pl := &LoadAware{
-		cfg:     cfg,
-		clock:   clk,
-		cache:   newNodeCache(cfg),
-		reasons: newReasons(&cfg.Resources),
-		stopped: make(chan struct{}),
+		cfg:       cfg,
+		clock:     clk,
+		cache:     newNodeCache(cfg),
+		reasons:   newReasons(&cfg.Resources),
+		stopped:   make(chan struct{}),
+		activator: h,
+		wake:      make(chan struct{}, 1),
+	}
+	if r := h.EventRecorder(); r != nil {
+		pl.recorder = r
 	}
 
 	// The handle's pod informer is started by the scheduler after all
@@ -160,10 +182,16 @@ func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, cl
 		return nil, fmt.Errorf("watching NodeMetrics: %w", err)
 	}
 	factory.Start(ctx.Done())
+	activationDone := make(chan struct{})
+	go func() {
+		defer close(activationDone)
+		pl.runActivation(ctx, logger)
+	}()
 	go func() {
 		defer close(pl.stopped)
 		<-ctx.Done()
 		factory.Shutdown()
+		<-activationDone
 	}()
 	syncCtx, cancel := context.WithTimeout(ctx, metricSyncTimeout)
 	defer cancel()
@@ -178,11 +206,13 @@ func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, cl
 // Name returns the plugin's name.
 func (pl *LoadAware) Name() string { return Name }
 
-// preFilterState is the incoming pod, estimated once per cycle, and the
-// cycle's time, so every node is judged at the same instant.
+// preFilterState is the incoming pod, estimated once per cycle, the
+// cycle's time, so every node is judged at the same instant, and the node
+// index, so that no node lookup of the cycle takes the cache's lock.
 type preFilterState struct {
-	pod core.PodLoad
-	now time.Time
+	pod   core.PodLoad
+	now   time.Time
+	nodes nodeIndex
 }
 
 // Clone shares the state: nothing changes it after PreFilter.
@@ -191,7 +221,7 @@ func (s *preFilterState) Clone() fwk.StateData { return s }
 // PreFilter estimates the pod. DaemonSet pods skip Filter: they must run on
 // their node whatever its load.
 func (pl *LoadAware) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	s := pl.estimate(ctx, pod)
+	s := pl.newState(ctx, pod)
 	state.Write(preFilterStateKey, s)
 	if s.pod.DaemonSet {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -204,23 +234,37 @@ func (pl *LoadAware) PreFilter(ctx context.Context, state fwk.CycleState, pod *c
 // cache), so adding or removing them changes nothing.
 func (pl *LoadAware) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-func (pl *LoadAware) estimate(ctx context.Context, pod *corev1.Pod) *preFilterState {
+func (pl *LoadAware) newState(ctx context.Context, pod *corev1.Pod) *preFilterState {
 	load, err := pl.cfg.NewPodLoad(pod)
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Estimating pod load with defaults", "pod", klog.KObj(pod), "err", err)
 	}
-	return &preFilterState{pod: load, now: pl.clock.Now()}
+	return &preFilterState{pod: load, now: pl.clock.Now(), nodes: pl.cache.snapshot()}
 }
 
-// stateOf returns the PreFilter state, or estimates the pod when PreFilter
-// did not run (the plugin enabled for Score only).
-func (pl *LoadAware) stateOf(ctx context.Context, state fwk.CycleState, pod *corev1.Pod) *preFilterState {
-	if data, err := state.Read(preFilterStateKey); err == nil {
-		if s, ok := data.(*preFilterState); ok {
-			return s
-		}
+// PreScore hands Score the state PreFilter left, or, in a profile that
+// enables LoadAware for scoring only, estimates the pod once for the
+// cycle, as NodeResourcesFit's PreScore does.
+func (pl *LoadAware) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	s, err := readState(state, preFilterStateKey)
+	if err != nil {
+		s = pl.newState(ctx, pod)
 	}
-	return pl.estimate(ctx, pod)
+	state.Write(preScoreStateKey, s)
+	return nil
+}
+
+// readState returns the state under key.
+func readState(state fwk.CycleState, key fwk.StateKey) (*preFilterState, error) {
+	data, err := state.Read(key)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycleState: %w", key, err)
+	}
+	s, ok := data.(*preFilterState)
+	if !ok {
+		return nil, fmt.Errorf("%+v cannot be converted to *loadaware.preFilterState", data)
+	}
+	return s, nil
 }
 
 // Filter refuses the node when the pod would take its load over a
@@ -228,14 +272,17 @@ func (pl *LoadAware) stateOf(ctx context.Context, state fwk.CycleState, pod *cor
 // state and the pod is Batch or Free. Every refusal is
 // UnschedulableAndUnresolvable: preemption cannot lower reported usage.
 func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s := pl.stateOf(ctx, state, pod)
+	s, err := readState(state, preFilterStateKey)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
 	node := nodeInfo.Node()
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
-	ns, err := pl.cache.acquire(node, s.now)
+	ns, err := pl.cache.acquire(s.nodes, node, s.now)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Ignoring node annotation", "node", klog.KObj(node))
+		pl.badAnnotation(ctx, node, err)
 	}
 	if ns == nil {
 		// No NodeMetric and no pods: the load is unknown, the node fits.
@@ -250,23 +297,35 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 		j := pl.cfg.Judge(&s.pod, &ns.load, s.now)
 		n := pl.cfg.Resources.Len()
-		logger.Info("Node refused by load", "pod", klog.KObj(pod), "node", klog.KObj(node), "reasons", reasons,
+		logger.Info("Node refused by load", "pod", klog.KObj(pod), "node", klog.KObj(node), "reasons", reasons, "prodUsage", v.Reason == core.ReasonProdUsage,
 			"estimated", pl.cfg.Resources.List(j.Estimated), "percent", j.Percent[:n], "thresholds", j.Thresholds[:n])
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons...)
 }
 
+// badAnnotation reports a node annotation LoadAware ignores, in the log
+// and as a Warning Event on the Node, where its owner looks.
+func (pl *LoadAware) badAnnotation(ctx context.Context, node *corev1.Node, err error) {
+	klog.FromContext(ctx).Error(err, "Ignoring node annotation", "node", klog.KObj(node))
+	if pl.recorder != nil {
+		pl.recorder.Eventf(node, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Scheduling", "LoadAware ignores the annotation: %v", err)
+	}
+}
+
 // Score ranks the node by how little of it would be used with the pod; see
 // core.Config.Score.
 func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	s := pl.stateOf(ctx, state, pod)
+	s, err := readState(state, preScoreStateKey)
+	if err != nil {
+		return 0, fwk.AsStatus(err)
+	}
 	node := nodeInfo.Node()
 	if node == nil {
 		return 0, fwk.NewStatus(fwk.Error, "node not found")
 	}
-	ns, err := pl.cache.acquire(node, s.now)
+	ns, err := pl.cache.acquire(s.nodes, node, s.now)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Ignoring node annotation", "node", klog.KObj(node))
+		pl.badAnnotation(ctx, node, err)
 	}
 	if ns == nil {
 		// No NodeMetric and no pods: the load is unknown.
@@ -302,6 +361,6 @@ func (pl *LoadAware) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFrag
 	return []fwk.SignFragment{{Key: "waterline.dev/" + Name + ".PodLoad()", Value: load}}, nil
 }
 
-// Stopped is closed once the plugin's NodeMetric informers have stopped,
-// after the context given to New ended.
+// Stopped is closed once the plugin's NodeMetric informers and its
+// activation loop have stopped, after the context given to New ended.
 func (pl *LoadAware) Stopped() <-chan struct{} { return pl.stopped }

@@ -82,6 +82,12 @@ func TestFilter(t *testing.T) {
 		wantCode:   fwk.UnschedulableAndUnresolvable,
 		wantReason: []string{ReasonNodeMetricExpired},
 	}, {
+		name:     "a NodeMetric never reported counts as none: the node fits",
+		node:     node16("n").Obj(),
+		metric:   &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
+		pod:      pod("p", "1", "1Gi").Obj(),
+		wantCode: fwk.Success,
+	}, {
 		name:     "a stale NodeMetric fits when allowed",
 		args:     func(a *config.LoadAwareArgs) { a.EnableScheduleWhenNodeMetricsExpired = true },
 		node:     node16("n").Obj(),
@@ -129,6 +135,29 @@ func TestFilter(t *testing.T) {
 		// (10 + 0.85) / 32 = 33.9 % → 34 ≤ 65.
 		wantCode: fwk.Success,
 	}, {
+		name:   "a negative raw-allocatable annotation is ignored, not a free pass",
+		node:   node16("n").Annotation(extension.AnnotationRawAllocatable, `{"cpu":"-32"}`).Obj(),
+		metric: metric("n", t0).usage("14", "32Gi").obj(),
+		pod:    pod("p", "1", "1Gi").Obj(),
+		// The node's own 16 cores: (14 + 0.85) / 16 = 92.8 % → 93 > 65.
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{"node(s) cpu usage exceed threshold"},
+	}, {
+		name:       "a zero raw-allocatable annotation is ignored, not a free pass",
+		node:       node16("n").Annotation(extension.AnnotationRawAllocatable, `{"cpu":"0"}`).Obj(),
+		metric:     metric("n", t0).usage("14", "32Gi").obj(),
+		pod:        pod("p", "1", "1Gi").Obj(),
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{"node(s) cpu usage exceed threshold"},
+	}, {
+		name:   "1Ei used of a raw allocatable of 1E does not wrap to a fit",
+		node:   node16("n").Annotation(extension.AnnotationRawAllocatable, `{"memory":"1E"}`).Obj(),
+		metric: metric("n", t0).usage("1", "1Ei").obj(),
+		pod:    pod("p", "1", "1Gi").Obj(),
+		// 2^60 / 10^18 = 115 % > 95.
+		wantCode:   fwk.UnschedulableAndUnresolvable,
+		wantReason: []string{"node(s) memory usage exceed threshold"},
+	}, {
 		name: "Prod thresholds: a Prod pod ignores Batch load",
 		args: func(a *config.LoadAwareArgs) { a.ProdUsageThresholds = map[corev1.ResourceName]int64{"cpu": 55} },
 		node: node16("n").Obj(),
@@ -153,7 +182,7 @@ func TestFilter(t *testing.T) {
 		pod: pod("p", "1", "1Gi").Obj(),
 		// max(4, 9) + 0.85 = 9.85 / 16 = 61.6 % → 62 > 55.
 		wantCode:   fwk.UnschedulableAndUnresolvable,
-		wantReason: []string{"node(s) cpu prod usage exceed threshold"},
+		wantReason: []string{"node(s) cpu usage exceed threshold"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -276,17 +305,17 @@ func TestAssignedPodsLeaveNoGhostLoad(t *testing.T) {
 	e.fw.RunReservePluginsUnreserve(ctx, framework.NewCycleState(), big, "n")
 	fits(false, "after a late Unreserve of a bound pod")
 
-	// Reported by the agent at t0 + 2m, scheduled at t0 + 5 s, more than a
-	// report interval (60 s) before: its 3 cores are inside the 8 cores of
-	// node usage, nothing is added: 8 + 1.7 = 9.7 / 16 = 61 % fits (counted
-	// twice it would be 8 + 3.4 + 1.7 = 82 %).
-	reported := metric("n", t0.Add(2*time.Minute)).usage("8", "8Gi").pod("ns", "big", extension.BandProd, "3", "1Gi").obj()
+	// Reported by the agent at t0 + 6m, scheduled at t0 + 5 s, more than
+	// the averaging window (300 s) before: its 3 cores are inside the 8
+	// cores of node usage, nothing is added: 8 + 1.7 = 9.7 / 16 = 61 % fits
+	// (counted twice it would be 8 + 3.4 + 1.7 = 82 %).
+	reported := metric("n", t0.Add(6*time.Minute)).usage("8", "8Gi").pod("ns", "big", extension.BandProd, "3", "1Gi").obj()
 	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Update(ctx, reported, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("the new NodeMetric", func() bool { return e.metricSeen("n", t0.Add(2*time.Minute)) })
-	e.clock.SetTime(t0.Add(2*time.Minute + 10*time.Second))
-	fits(true, "once the NodeMetric reports the pod")
+	e.eventually("the new NodeMetric", func() bool { return e.metricSeen("n", t0.Add(6*time.Minute)) })
+	e.clock.SetTime(t0.Add(6*time.Minute + 10*time.Second))
+	fits(true, "once the NodeMetric reports the pod over a whole window")
 
 	// Deleted: gone from the cache. Back to a NodeMetric reported at t0
 	// that does not show the pod; the plugin never takes a NodeMetric
@@ -499,5 +528,52 @@ func TestCoreSpecCarriesEveryArg(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, coreSpec(args)); diff != "" {
 		t.Errorf("coreSpec (-want +got):\n%s", diff)
+	}
+}
+
+func TestBadAnnotationIsReportedOnce(t *testing.T) {
+	node := node16("n").Annotation(extension.AnnotationRawAllocatable, `{"cpu":"-32"}`).Obj()
+	e := newEnv(t, nil, []*corev1.Node{node}, nil, metric("n", t0).usage("1", "1Gi").obj())
+	for range 3 {
+		e.filter(pod("p", "1", "1Gi").Obj(), "n")
+	}
+	var got []string
+	for len(e.events.Events) > 0 {
+		got = append(got, <-e.events.Events)
+	}
+	want := []string{`Warning InvalidAnnotation LoadAware ignores the annotation: ignoring annotation waterline.dev/raw-allocatable="{\"cpu\":\"-32\"}" of node n: cpu: -32 is not positive`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Events (-want +got):\n%s", diff)
+	}
+}
+
+// TestScoreOnlyProfileUsesPreScore: a profile may enable LoadAware for
+// scoring only. PreScore then estimates the pod once for the cycle, as
+// NodeResourcesFit's does; Score without PreScore is an error, not a
+// silent estimate per node.
+func TestScoreOnlyProfileUsesPreScore(t *testing.T) {
+	e := newEnv(t, nil, []*corev1.Node{node16("cold").Obj(), node16("hot").Obj()}, nil,
+		metric("cold", t0).usage("2", "8Gi").obj(), metric("hot", t0).usage("12", "8Gi").obj())
+	incoming := pod("p", "1", "1Gi").Obj()
+	infos := []fwk.NodeInfo{e.nodeInfo("cold"), e.nodeInfo("hot")}
+
+	state := framework.NewCycleState() // no PreFilter: a Score-only profile
+	if s := e.pl.PreScore(e.ctx, state, incoming, infos); !s.IsSuccess() {
+		t.Fatalf("PreScore = %v", s)
+	}
+	cold, s := e.pl.Score(e.ctx, state, incoming, infos[0])
+	if !s.IsSuccess() {
+		t.Fatalf("Score = %v", s)
+	}
+	hot, _ := e.pl.Score(e.ctx, state, incoming, infos[1])
+	if cold <= hot {
+		t.Errorf("Score cold = %d, hot = %d; want the cold node ahead", cold, hot)
+	}
+
+	if _, s := e.pl.Score(e.ctx, framework.NewCycleState(), incoming, infos[0]); s.Code() != fwk.Error {
+		t.Errorf("Score without PreScore = %v, want an Error status", s)
+	}
+	if s := e.pl.Filter(e.ctx, framework.NewCycleState(), incoming, infos[0]); s.Code() != fwk.Error {
+		t.Errorf("Filter without PreFilter = %v, want an Error status", s)
 	}
 }

@@ -2,24 +2,30 @@ package loadaware
 
 import (
 	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
 )
 
 // Reasons a node is refused, in Koordinator's words so that users of both
-// read the same "0/N nodes are available" message.
+// read the same "0/N nodes are available" message. Like Koordinator's, a
+// refusal by Prod usage reads as a usage refusal; which usage was judged
+// (node, aggregate, Prod) is in the V(4) log with the numbers.
 const (
 	ReasonNodeMetricExpired = "node(s) nodeMetric expired"
 	ReasonForbidScheduling  = "node(s) forbid scheduling of batch and free pods"
 	reasonUsageFormat       = "node(s) %s usage exceed threshold"
 	reasonAggregatedFormat  = "node(s) %s aggregated usage exceed threshold"
-	reasonProdFormat        = "node(s) %s prod usage exceed threshold"
+	// reasonExceedSuffix ends every usage refusal.
+	reasonExceedSuffix = "usage exceed threshold"
 )
 
 // reasons holds every refusal message, built once per resource, so a
 // refusal does not format strings per node.
 type reasons struct {
-	usage, aggregated, prod [core.MaxResources]string
+	usage, aggregated [core.MaxResources]string
 }
 
 func newReasons(r *core.Resources) reasons {
@@ -28,7 +34,6 @@ func newReasons(r *core.Resources) reasons {
 		name := string(r.Name(i))
 		out.usage[i] = fmt.Sprintf(reasonUsageFormat, name)
 		out.aggregated[i] = fmt.Sprintf(reasonAggregatedFormat, name)
-		out.prod[i] = fmt.Sprintf(reasonProdFormat, name)
 	}
 	return out
 }
@@ -41,12 +46,10 @@ func (r *reasons) of(v core.Verdict) []string {
 		return []string{ReasonNodeMetricExpired}
 	case core.ReasonForbidScheduling:
 		return []string{ReasonForbidScheduling}
-	case core.ReasonUsage:
+	case core.ReasonUsage, core.ReasonProdUsage:
 		per = &r.usage
 	case core.ReasonAggregatedUsage:
 		per = &r.aggregated
-	case core.ReasonProdUsage:
-		per = &r.prod
 	default:
 		return nil
 	}
@@ -57,4 +60,19 @@ func (r *reasons) of(v core.Verdict) []string {
 		}
 	}
 	return out
+}
+
+// mayHaveRefused reports whether LoadAware may be why a pending pod waits:
+// it was not refused yet, or its PodScheduled=False message names one of
+// LoadAware's reasons.
+func (r *reasons) mayHaveRefused(pod *corev1.Pod) bool {
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse {
+			continue
+		}
+		return strings.Contains(c.Message, ReasonNodeMetricExpired) || strings.Contains(c.Message, ReasonForbidScheduling) ||
+			strings.Contains(c.Message, reasonExceedSuffix)
+	}
+	return true
 }

@@ -41,7 +41,10 @@ type NodeMetricStatusApplyConfiguration struct {
 	// the system), including the safety margin.
 	ProdPeak *corev1.ResourceList `json:"prodPeak,omitempty"`
 	// ProdReclaimable is what the Prod pods requested but are predicted not
-	// to use: max(0, Σ Prod requests − prodPeak).
+	// to use: max(0, Σ Prod requests − prodPeak), which is Reclaimable at a
+	// reclaim ratio of 100 %. The manager sells Mid from the same formula at
+	// the ColocationPolicy's spec.tiers.reclaimRatioPercent
+	// (docs/design/tiers.md).
 	ProdReclaimable *corev1.ResourceList `json:"prodReclaimable,omitempty"`
 	// PredictionTime is when prodPeak was last computed.
 	PredictionTime *v1.Time `json:"predictionTime,omitempty"`

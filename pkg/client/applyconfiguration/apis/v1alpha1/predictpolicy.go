@@ -46,7 +46,14 @@ type PredictPolicyApplyConfiguration struct {
 	// ColdStartSeconds is how long a new pod's requests stand in for its
 	// usage history in the prediction.
 	ColdStartSeconds *int64 `json:"coldStartSeconds,omitempty"`
-	// SafetyMarginPercent is added on top of the predicted peak.
+	// BorgOvercommitPercent is the BorgDefault model's over-commit rate a,
+	// in percent: the predicted peak is Σ requests ÷ (this / 100). The
+	// safety margin is not added to it: a is the margin the operator
+	// chose.
+	BorgOvercommitPercent *int32 `json:"borgOvercommitPercent,omitempty"`
+	// SafetyMarginPercent is added on top of the peak the usage-based
+	// models (NSigmaV1, NSigmaV2, ResourceCentral, PercentilePeak)
+	// predict; BorgDefault, which reads no usage, takes none.
 	SafetyMarginPercent *int32 `json:"safetyMarginPercent,omitempty"`
 	// ResourceDiffThresholdPercent makes the agent report a new prediction
 	// before the next report interval when it moved by more than this
@@ -110,6 +117,14 @@ func (b *PredictPolicyApplyConfiguration) WithHalfLifeSeconds(value int64) *Pred
 // If called multiple times, the ColdStartSeconds field is set to the value of the last call.
 func (b *PredictPolicyApplyConfiguration) WithColdStartSeconds(value int64) *PredictPolicyApplyConfiguration {
 	b.ColdStartSeconds = &value
+	return b
+}
+
+// WithBorgOvercommitPercent sets the BorgOvercommitPercent field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the BorgOvercommitPercent field is set to the value of the last call.
+func (b *PredictPolicyApplyConfiguration) WithBorgOvercommitPercent(value int32) *PredictPolicyApplyConfiguration {
+	b.BorgOvercommitPercent = &value
 	return b
 }
 

@@ -21,8 +21,8 @@ package v1alpha1
 // TierPolicyApplyConfiguration represents a declarative configuration of the TierPolicy type for use
 // with apply.
 //
-// TierPolicy says how much of a node is sold as Mid and Batch tier
-// resources (seed 003).
+// TierPolicy says how much of a node is sold as Mid and Batch tier resources
+// (docs/design/tiers.md).
 type TierPolicyApplyConfiguration struct {
 	// Enabled turns the Mid and Batch allocatable on. When false the manager
 	// sets both to zero on the selected nodes.
@@ -35,8 +35,13 @@ type TierPolicyApplyConfiguration struct {
 	// ReclaimRatioPercent is the share of what Prod pods requested that may
 	// be reclaimed: Reclaimable = max(0, ratio × Allocated[Prod] − Peak[Prod]).
 	ReclaimRatioPercent *int32 `json:"reclaimRatioPercent,omitempty"`
-	// MidIncludeUnallocated adds what no Prod pod requested to Mid (seed
-	// 003's mixed variant): an idle node can then run Mid pods.
+	// MidIncludeUnallocated would add what no Prod pod requested to Mid
+	// (the mixed variant of docs/design/tiers.md). It is refused: the
+	// variant is only safe when Prod pods can preempt Mid pods once the
+	// mixed allocatable is exhausted, and Mid pods ask for
+	// waterline.dev/mid-* resources that Prod pods never compete for, so
+	// no preemption would fire. It stays in the API for when BandPreemption
+	// implements that.
 	MidIncludeUnallocated *bool `json:"midIncludeUnallocated,omitempty"`
 	// BatchCPUThresholdPercent: Batch CPU = max(0, Allocatable × threshold%
 	// − real use of Prod and Mid pods − system use).

@@ -18,12 +18,12 @@ const (
 	DefaultMinCandidateNodesAbsolute   int32 = 100
 )
 
-// BandPreemptionArgs configures the BandPreemption plugin (seed 004): the
-// default preemption with Waterline's victim rules (NonPreemptible
-// PriorityClasses, DaemonSet and static pods spared, preemptionPolicy Never
-// honoured). The rules come from PriorityClass annotations; these args only
-// tune the default preemption it wraps, with the same meaning as
-// DefaultPreemptionArgs.
+// BandPreemptionArgs configures the BandPreemption plugin
+// (docs/design/preemption.md#victim-rules): the default preemption with
+// Waterline's victim rules (NonPreemptible PriorityClasses, DaemonSet and
+// static pods spared, preemptionPolicy Never honoured). The rules come from
+// PriorityClass annotations; these args only tune the default preemption it
+// wraps, with the same meaning as DefaultPreemptionArgs.
 //
 // The preemption dry-runs about max(numNodes × minCandidateNodesPercentage
 // / 100, minCandidateNodesAbsolute) nodes, capped at the nodes where the

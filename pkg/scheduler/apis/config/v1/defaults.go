@@ -12,7 +12,8 @@ import (
 )
 
 // DefaultNodeMetricExpirationSeconds is LoadAware's default
-// nodeMetricExpirationSeconds (seed 001); the defaults live in the core.
+// nodeMetricExpirationSeconds (docs/design/loadaware.md#args-and-defaults); the
+// defaults live in the core.
 const DefaultNodeMetricExpirationSeconds = int64(loadaware.DefaultNodeMetricExpiration / time.Second)
 
 // RegisterDefaults registers the defaulting of every plugin's args with a
@@ -52,6 +53,12 @@ func SetDefaults_LoadAwareArgs(obj *LoadAwareArgs) { //nolint:revive // The sche
 	}
 	if obj.ScoreAccordingProdUsage == nil {
 		obj.ScoreAccordingProdUsage = ptr.To(false)
+	}
+	if obj.NodeUsageIncludePrediction == nil {
+		obj.NodeUsageIncludePrediction = ptr.To(false)
+	}
+	if obj.ScoreAccordingPrediction == nil {
+		obj.ScoreAccordingPrediction = ptr.To(false)
 	}
 	if obj.EstimatedScalingFactors == nil {
 		obj.EstimatedScalingFactors = map[corev1.ResourceName]int64{}

@@ -7,10 +7,10 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 )
 
-// LoadAwareArgs configures the LoadAware plugin, which places pods by the
-// real load of nodes (NodeMetric) rather than by requests (seed 001).
-// Percentages are of the node's status.allocatable, or of its
-// waterline.dev/raw-allocatable annotation where set.
+// LoadAwareArgs configures the LoadAware plugin, which places pods by the real
+// load of nodes (NodeMetric) rather than by requests
+// (docs/design/loadaware.md). Percentages are of the node's status.allocatable,
+// or of its waterline.dev/raw-allocatable annotation where set.
 //
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
@@ -56,6 +56,21 @@ type LoadAwareArgs struct {
 	// Prod pods are quiet now but predicted to peak does not take more.
 	// Only matters where Prod thresholds apply. Default: false.
 	ProdUsageIncludePrediction *bool `json:"prodUsageIncludePrediction,omitempty"`
+	// NodeUsageIncludePrediction judges every pod not judged by Prod usage
+	// (Mid, Batch and Free pods, and Prod pods where no Prod thresholds
+	// apply) by node usage with its Prod part raised to the predicted Prod
+	// peak: nodeUsage + max(0, status.prodPeak − Prod usage). Mid and Batch
+	// tiers are sold from what Prod is predicted not to use; a node whose
+	// Prod pods are quiet now but predicted to peak does not take lower
+	// bands into room Prod will want back. Applies to usageThresholds, not
+	// to aggregated thresholds (a percentile already holds Prod's peaks).
+	// Nothing changes on a node without a reported peak. Default: false.
+	NodeUsageIncludePrediction *bool `json:"nodeUsageIncludePrediction,omitempty"`
+	// ScoreAccordingPrediction makes Score rank nodes by the same predicted
+	// load: nodeUsage + max(0, prodPeak − Prod usage), or max(Prod usage,
+	// prodPeak) for Prod pods with scoreAccordingProdUsage. Not used with
+	// a score aggregation. Default: false.
+	ScoreAccordingPrediction *bool `json:"scoreAccordingPrediction,omitempty"`
 	// ScoreAccordingProdUsage scores nodes for Prod pods by Prod usage
 	// instead of node usage. Default: false.
 	ScoreAccordingProdUsage *bool `json:"scoreAccordingProdUsage,omitempty"`

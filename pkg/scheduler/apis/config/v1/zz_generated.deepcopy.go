@@ -142,6 +142,16 @@ func (in *LoadAwareArgs) DeepCopyInto(out *LoadAwareArgs) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.NodeUsageIncludePrediction != nil {
+		in, out := &in.NodeUsageIncludePrediction, &out.NodeUsageIncludePrediction
+		*out = new(bool)
+		**out = **in
+	}
+	if in.ScoreAccordingPrediction != nil {
+		in, out := &in.ScoreAccordingPrediction, &out.ScoreAccordingPrediction
+		*out = new(bool)
+		**out = **in
+	}
 	if in.ScoreAccordingProdUsage != nil {
 		in, out := &in.ScoreAccordingProdUsage, &out.ScoreAccordingProdUsage
 		*out = new(bool)
