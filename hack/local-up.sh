@@ -9,18 +9,25 @@
 #   NODE_CPU=32 NODE_MEMORY=128Gi capacity of each fake node
 #   LOCAL_UP_DIR=_output/local-up state, certificates, logs, kubeconfig
 #   ETCD_PORT=2379 APISERVER_PORT=6443  loopback ports
-#   WATERLINE_COMPONENTS="scheduler"    Waterline components to run
-#                                       ("" for a bare cluster)
+#   WATERLINE_COMPONENTS="scheduler manager agent kwok-agent"
+#                                       Waterline components to run ("" for
+#                                       a bare cluster with the chart's
+#                                       PriorityClasses, NodeQOS and policy)
+#   KWOK_CPU_FACTOR=0.6 KWOK_MEMORY_FACTOR=0.8  kwok-agent's usage model:
+#                                       a kwok pod uses its requests × these
 #   PREEMPTION=enabled                  "disabled" runs the scheduler without
 #                                       preemption (audit before enabling it)
 #   REAL_NODE=auto                      "auto": one real node (containerd +
 #                                       kubelet on this machine) when root
 #                                       and containerd/runc/busybox-static
 #                                       are there; "no": kwok nodes only
-#   WATERLINE_COMPONENTS="scheduler manager agent" also accepted; the
-#   default with a real node is all three (the agent runs as a DaemonSet
-#   pod on the real node, the manager as a process with its webhooks on
-#   https://127.0.0.1:$WEBHOOK_PORT)
+# Waterline is installed with helm from charts/waterline (localCluster
+# values): with a real node the manager and the agent run as its pods (the
+# agent as the DaemonSet, on the real node only); without one the manager
+# runs as a process with the chart's flags and webhook configurations.
+# waterline-scheduler runs as a process (it also serves the default
+# profile: no kube-scheduler here), kwok-agent as a process reporting a
+# simulated NodeMetric for every kwok node.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,11 +44,14 @@ SCHEDULER_PORT=${SCHEDULER_PORT:-$((APISERVER_PORT + 3813))}
 REAL_NODE=${REAL_NODE:-auto}
 WEBHOOK_PORT=${WEBHOOK_PORT:-$((APISERVER_PORT + 3000))}
 MANAGER_PROBE_PORT=${MANAGER_PROBE_PORT:-$((APISERVER_PORT + 3001))}
+MANAGER_METRICS_PORT=${MANAGER_METRICS_PORT:-$((APISERVER_PORT + 3004))}
 KUBELET_PORT=${KUBELET_PORT:-$((APISERVER_PORT + 3002))}
 KUBELET_HEALTHZ_PORT=${KUBELET_HEALTHZ_PORT:-$((APISERVER_PORT + 3003))}
 AGENT_HEALTH_PORT=${AGENT_HEALTH_PORT:-9320}
 AGENT_METRICS_PORT=${AGENT_METRICS_PORT:-9321}
 PREEMPTION=${PREEMPTION:-enabled}
+KWOK_CPU_FACTOR=${KWOK_CPU_FACTOR:-0.6}
+KWOK_MEMORY_FACTOR=${KWOK_MEMORY_FACTOR:-0.8}
 
 # real_node_unsupported prints why this machine cannot run the real node.
 real_node_unsupported() {
@@ -61,9 +71,9 @@ case "$REAL_NODE" in
   *) echo "REAL_NODE=$REAL_NODE: want auto or no" >&2; exit 2 ;;
 esac
 if [[ -n "$real_node" ]]; then
-  WATERLINE_COMPONENTS=${WATERLINE_COMPONENTS-scheduler manager agent}
+  WATERLINE_COMPONENTS=${WATERLINE_COMPONENTS-scheduler manager agent kwok-agent}
 else
-  WATERLINE_COMPONENTS=${WATERLINE_COMPONENTS-scheduler}
+  WATERLINE_COMPONENTS=${WATERLINE_COMPONENTS-scheduler manager kwok-agent}
 fi
 case "$PREEMPTION" in
   enabled) scheduler_config="$root/config/scheduler/local-up.yaml" ;;
@@ -75,7 +85,7 @@ if ! [[ "$NODES" =~ ^[0-9]+$ ]]; then
   echo "NODES=$NODES: want a whole number" >&2
   exit 2
 fi
-for tool in etcd kube-apiserver kube-controller-manager kubectl kwok kwok-stages.yaml; do
+for tool in etcd kube-apiserver kube-controller-manager kubectl kwok kwok-stages.yaml helm; do
   if [[ ! -e "$bin/$tool" ]]; then
     echo "$bin/$tool is missing: run 'make tools' first" >&2
     exit 1
@@ -290,8 +300,8 @@ state = "$node_dir/state"
 TOML
   start containerd containerd --config "$node_dir/containerd.toml"
   wait_for containerd 30 ctr_ version
-  log "Building and importing the agent, busybox and pause images"
-  (cd "$root" && go run ./hack/image --out "$dir/images" --binaries waterline-agent --import "$node_sock") \
+  log "Building and importing the waterline, agent, manager, busybox and pause images"
+  (cd "$root" && go run ./hack/image --out "$dir/images" --binaries waterline,waterline-agent,waterline-manager --import "$node_sock") \
     >"$dir/logs/images.log" 2>&1 || { echo "building the images failed; see $dir/logs/images.log" >&2; exit 1; }
   local h d
   for h in /sys/fs/cgroup/*/; do
@@ -357,83 +367,102 @@ stop_real_node() {
   find /sys/fs/cgroup/*/"${node_cgroup_root#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
 }
 
-install_waterline_objects() {
-  log "Installing PriorityClasses, RBAC, a default NodeQOS and ColocationPolicy"
-  kubectl apply -f "$root/config/deploy/namespace.yaml" >/dev/null
-  kubectl apply -k "$root/config/priorityclasses" >/dev/null
-  kubectl apply -k "$root/config/rbac" >/dev/null
-  kubectl apply -f - >/dev/null <<YAML
-apiVersion: waterline.dev/v1alpha1
-kind: NodeQOS
-metadata:
-  name: default
-spec:
-  cpu: {forbidSchedulingPercent: 70, throttlePercent: 80, restorePercent: 70}
-  memory: {forbidSchedulingPercent: 85, evictPercent: 90}
----
-apiVersion: waterline.dev/v1alpha1
-kind: ColocationPolicy
-metadata:
-  name: default
-spec:
-  tiers: {enabled: true}
-  collectPolicy: {aggregateDurationSeconds: 30, reportIntervalSeconds: 10}
-  profiles:
-  - name: batch-jobs
-    namespaceSelector: {matchLabels: {waterline.dev/colocation: batch}}
-    band: batch
-    priorityClassName: waterline-batch
-    schedulerName: waterline-scheduler
+# The chart's values for this cluster: localCluster (webhooks and probes on
+# 127.0.0.1, the API server on loopback: no kube-proxy here), the images
+# imported into the real node, the manager and the agent as pods on the
+# real node only (kwok would fake-run them), and a default NodeQOS and
+# ColocationPolicy that act (not the chart's dry run).
+chart_values() { # manager-enabled agent-enabled
+  cat <<YAML
+localCluster: {enabled: true, apiServer: {host: 127.0.0.1, port: $APISERVER_PORT}}
+image: {registry: docker.io/library, tag: latest, pullPolicy: Never}
+manager:
+  enabled: $1
+  replicas: 1
+  leaderElection: {enabled: false}
+  ports: {webhook: $WEBHOOK_PORT, metrics: $MANAGER_METRICS_PORT, health: $MANAGER_PROBE_PORT}
+  nodeSelector: {waterline.dev/real-node: "true"}
+scheduler: {enabled: false}
+agent:
+  enabled: $2
+  ports: {health: $AGENT_HEALTH_PORT, metrics: $AGENT_METRICS_PORT}
+  stateDir: $node_dir/agent-state
+  kubeletCgroupRoot: $node_cgroup_root
+  nodeSelector: {waterline.dev/real-node: "true"}
+  uninstallHook: {nodeSelector: {waterline.dev/real-node: "true"}}
+nodeQOS:
+  spec:
+    dryRun: false
+    cpu: {forbidSchedulingPercent: 70, throttlePercent: 80, restorePercent: 70}
+    memory: {forbidSchedulingPercent: 85, evictPercent: 90}
+colocationPolicy:
+  spec:
+    tiers: {enabled: true}
+    collectPolicy: {aggregateDurationSeconds: 30, reportIntervalSeconds: 10}
+    profiles:
+    - name: batch-jobs
+      namespaceSelector: {matchLabels: {waterline.dev/colocation: batch}}
+      band: batch
+      priorityClassName: waterline-batch
+      schedulerName: waterline-scheduler
 YAML
 }
 
-start_manager() {
+helm_() { "$bin/helm" --kubeconfig "$kubeconfig" "$@"; }
+
+# install_waterline installs charts/waterline: PriorityClasses, RBAC, the
+# default NodeQOS and ColocationPolicy, and with a real node the manager
+# and the agent as its pods. The CRDs are in already (install_crds).
+install_waterline() {
+  local manager=false agent=false
+  if [[ -n "$real_node" ]]; then
+    [[ " $WATERLINE_COMPONENTS " == *" manager "* ]] && manager=true
+    [[ " $WATERLINE_COMPONENTS " == *" agent "* ]] && agent=true
+  fi
+  chart_values "$manager" "$agent" >"$dir/values.yaml"
+  log "helm install waterline charts/waterline -n waterline-system -f $dir/values.yaml (manager pod: $manager, agent DaemonSet: $agent)"
+  helm_ install waterline "$root/charts/waterline" -n waterline-system --create-namespace --skip-crds \
+    -f "$dir/values.yaml" >"$dir/logs/helm-install.log" 2>&1 \
+    || { cat "$dir/logs/helm-install.log" >&2; exit 1; }
+  if [[ "$manager" == true ]]; then
+    wait_for "the manager pod" 180 curl -fsS "http://127.0.0.1:$MANAGER_PROBE_PORT/readyz"
+  fi
+  if [[ "$agent" == true ]]; then
+    wait_for "the agent's NodeMetric" 180 bash -c \
+      "'$bin/kubectl' --kubeconfig '$kubeconfig' get nodemetric real-node -o jsonpath='{.status.updateTime}' 2>/dev/null | grep -q ."
+  fi
+}
+
+# start_manager_process runs waterline-manager as a process (no real node
+# to run its pod), with the flags of the chart's Deployment and the chart's
+# webhook configurations.
+start_manager_process() {
   [[ -x "$bin/waterline-manager" ]] || { echo "$bin/waterline-manager is missing: run 'make build'" >&2; exit 1; }
-  log "Starting waterline-manager with its webhooks on https://127.0.0.1:$WEBHOOK_PORT"
-  local certs="$dir/webhook-certs"
-  mkdir -p "$certs"
-  (
-    cd "$certs"
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=waterline-webhook" -keyout tls.key -out tls.csr 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >tls.ext
-    openssl x509 -req -in tls.csr -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 30 -extfile tls.ext -out tls.crt 2>/dev/null
-  )
-  start waterline-manager "$bin/waterline-manager" --kubeconfig "$kubeconfig" --leader-elect=false \
-    --webhooks=true --webhook-host 127.0.0.1 --webhook-port "$WEBHOOK_PORT" --webhook-cert-dir "$certs" \
-    --metrics-bind-address 0 --health-probe-bind-address "127.0.0.1:$MANAGER_PROBE_PORT" --v 2
+  log "Starting waterline-manager as a process with the chart's flags, its webhooks on https://127.0.0.1:$WEBHOOK_PORT"
+  chart_values true false >"$dir/manager-values.yaml"
+  local rendered="$dir/manager-chart.yaml" args=()
+  helm_ template waterline "$root/charts/waterline" -n waterline-system -f "$dir/manager-values.yaml" \
+    --show-only templates/manager.yaml >"$rendered"
+  mapfile -t args < <(awk '/^kind: Deployment/ {d=1} d && /^        args:/ {a=1; next} a && /^        - / {sub(/^        - /, ""); gsub(/^"|"$/, ""); print; next} a {exit}' "$rendered")
+  [[ ${#args[@]} -gt 0 ]] || { echo "no manager args in the chart's rendering ($rendered)" >&2; exit 1; }
+  helm_ template waterline "$root/charts/waterline" -n waterline-system -f "$dir/manager-values.yaml" \
+    --show-only templates/webhooks.yaml | kubectl apply -f - >/dev/null
+  start waterline-manager "$bin/waterline-manager" --kubeconfig "$kubeconfig" "${args[@]}" \
+    --webhook-cert-dir "$dir/webhook-certs"
   wait_for waterline-manager 60 curl -fsS "http://127.0.0.1:$MANAGER_PROBE_PORT/readyz"
-  # The API server calls the webhooks on loopback, never through a Service
-  # address (there is no kube-proxy here).
-  local ca; ca=$(base64 -w0 <"$pki/ca.crt")
-  awk -v url="https://127.0.0.1:$WEBHOOK_PORT" -v ca="$ca" '
-    /^    service:$/ { insvc = 1; next }
-    insvc && /^      path:/ { sub(/^      path: */, ""); print "    url: " url $0; print "    caBundle: " ca; insvc = 0; next }
-    insvc && /^      / { next }
-    { insvc = 0; print }' "$root/config/webhook/manifests.yaml" | kubectl apply -f - >/dev/null
 }
 
-start_agent() {
-  [[ -n "$real_node" ]] || { log "No real node: the agent has nowhere to run (kwok nodes have no cgroups)"; return; }
-  # Only the real node has cgroups; kwok would fake-run agents on its nodes.
-  log "Starting waterline-agent as a DaemonSet pod on the real node"
-  local overlay="$dir/agent"
-  local host=127.0.0.1 port=$APISERVER_PORT
-  mkdir -p "$overlay"
-  cp "$root/config/deploy/agent.yaml" "$overlay/agent.yaml"
-  cat >"$overlay/kustomization.yaml" <<YAML
-resources: [agent.yaml]
-patches:
-- target: {kind: DaemonSet, name: waterline-agent}
-  patch: |
-    - {op: add, path: /spec/template/spec/containers/0/args/-, value: --kubelet-cgroup-root=$node_cgroup_root}
-    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "$host"}}
-    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "$port"}}
-    - {op: replace, path: /spec/template/spec/volumes/2/hostPath/path, value: $node_dir/agent-state}
-    - {op: add, path: /spec/template/spec/nodeSelector, value: {waterline.dev/real-node: "true"}}
-YAML
-  kubectl apply -k "$overlay" >/dev/null
-  wait_for "the agent's NodeMetric" 180 bash -c \
-    "'$bin/kubectl' --kubeconfig '$kubeconfig' get nodemetric real-node -o jsonpath='{.status.updateTime}' 2>/dev/null | grep -q ."
+# start_kwok_agent simulates an agent on every kwok node: their NodeMetrics
+# come from the agent's reporter, fed by their pods' requests times a
+# factor, so LoadAware and the tiers work on them too.
+start_kwok_agent() {
+  [[ "$NODES" -gt 0 ]] || return 0
+  log "Starting kwok-agent: a simulated agent on each kwok node (usage = requests × $KWOK_CPU_FACTOR CPU, × $KWOK_MEMORY_FACTOR memory)"
+  (cd "$root" && go build -o "$dir/kwok-agent" ./hack/kwok-agent) || { echo "building hack/kwok-agent failed" >&2; exit 1; }
+  start kwok-agent "$dir/kwok-agent" --kubeconfig "$kubeconfig" --nodes type=kwok \
+    --cpu-factor "$KWOK_CPU_FACTOR" --memory-factor "$KWOK_MEMORY_FACTOR" --v 2
+  wait_for "the kwok nodes' NodeMetrics" 120 bash -c \
+    "'$bin/kubectl' --kubeconfig '$kubeconfig' get nodemetric kwok-node-0 -o jsonpath='{.status.updateTime}' 2>/dev/null | grep -q ."
 }
 
 make_pki
@@ -449,15 +478,18 @@ if [[ -n "$real_node" ]]; then
 else
   log "No real node: $why_no_real_node. Running kwok nodes only."
 fi
-install_waterline_objects
 for component in $WATERLINE_COMPONENTS; do
   case "$component" in
-    scheduler) start_scheduler ;;
-    manager) start_manager ;;
-    agent) start_agent ;;
+    scheduler|manager|agent|kwok-agent) ;;
     *) echo "unknown component $component in WATERLINE_COMPONENTS" >&2; exit 2 ;;
   esac
 done
+# The scheduler first: it also serves the default profile, which places the
+# chart's pods.
+if [[ " $WATERLINE_COMPONENTS " == *" scheduler "* ]]; then start_scheduler; fi
+install_waterline
+if [[ -z "$real_node" && " $WATERLINE_COMPONENTS " == *" manager "* ]]; then start_manager_process; fi
+if [[ " $WATERLINE_COMPONENTS " == *" kwok-agent "* ]]; then start_kwok_agent; fi
 
 cat <<MSG
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -23,7 +24,13 @@ func (s *system) nodeQOS(t *testing.T, name string, spec v1alpha1.NodeQOSSpec) {
 	if _, err := nqs.Create(t.Context(), &v1alpha1.NodeQOS{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = nqs.Delete(t.Context(), name, metav1.DeleteOptions{}) })
+	// t.Context() is canceled before cleanups run: delete with a live one,
+	// or the NodeQOS outlives the test and its lines act on the next.
+	t.Cleanup(func() {
+		if err := nqs.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !isNotFound(err) {
+			t.Errorf("Deleting NodeQOS %s: %v", name, err)
+		}
+	})
 }
 
 // podQuota is the CFS quota (µs per period, -1 for none) of the pod's

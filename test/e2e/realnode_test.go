@@ -25,6 +25,8 @@ func TestRealNode(t *testing.T) {
 	t.Run("AgentDeletedMidThrottle", s.testThrottleAndRestore(true))
 	t.Run("MemoryEviction", s.testMemoryEviction)
 	t.Run("BatchTierOnRealNode", s.testBatchTier)
+	// Last: it uninstalls the system.
+	t.Run("HelmUpgradeAndUninstall", s.testHelmUpgradeAndUninstall)
 	t.Logf("TestRealNode took %v", time.Since(begin).Round(time.Second))
 }
 

@@ -6,21 +6,19 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/hack/image/imagetar"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -41,6 +39,8 @@ type system struct {
 	node *testutil.RealNode
 	// agentHealth is the agent pod's health port on the node (loopback).
 	agentHealth, agentMetrics int
+	// valuesFile holds the helm values of the install.
+	valuesFile string
 }
 
 // strictScheduler is waterline-scheduler's profile whose LoadAware
@@ -85,25 +85,17 @@ func startSystem(t *testing.T) *system {
 		t.Skip("SKIP real-node e2e: its checks read cgroup v1 files and this machine has no v1 cpu hierarchy (cgroup v2 is not covered yet)")
 	}
 	begin := time.Now()
-	// ServiceAccount admission stays on: the agent's pod gets its
-	// ServiceAccount's token as on any cluster.
+	// ServiceAccount admission stays on: the agent's and the manager's pods
+	// get their ServiceAccount's token as on any cluster.
 	c := testutil.StartCluster(t, testutil.Options{
 		APIServerFlags: map[string]string{
 			"disable-admission-plugins": "TaintNodesByCondition",
 			"allow-privileged":          "true",
 		},
-		// The manager's webhooks, called on loopback.
-		Webhooks: &envtest.WebhookInstallOptions{Paths: []string{filepath.Join(testutil.RepoRoot(), "config", "webhook")}},
 	})
 	c.StartControllerManager(t)
 	node := c.StartRealNode(t, "real")
 	s := &system{c: c, node: node}
-
-	root := testutil.RepoRoot()
-	c.Kubectl(t, "apply", "-f", filepath.Join(root, "config", "deploy", "namespace.yaml"))
-	c.Kubectl(t, "apply", "-k", filepath.Join(root, "config", "rbac"))
-	c.Kubectl(t, "apply", "-k", filepath.Join(root, "config", "priorityclasses"))
-	c.WaitServiceAccount(t, agentNamespace, agentName, time.Minute)
 
 	// The NodeMetric as the manager would create it, with a short report
 	// interval and window.
@@ -139,72 +131,91 @@ func startSystem(t *testing.T) *system {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.StartManager(t, c.WebhookArgs()...)
+	// The scheduler runs as a process: its profiles are the test's.
 	c.StartScheduler(t, schedulerProfiles)
-	s.deployAgent(t)
+	s.install(t)
 	t.Logf("System up in %v (real node in %v)", time.Since(begin).Round(100*time.Millisecond), node.StartupTime.Round(100*time.Millisecond))
 	return s
 }
 
-// deployAgent applies config/deploy/agent.yaml as a user would, changing
-// only what this machine needs: the image is imported, not pulled; the API
-// server is reached on loopback (no kube-proxy for the kubernetes
-// Service's ClusterIP); kubelet's cgroup root is the node's private one;
-// loopback ports and the state directory must not collide with other work
-// on the machine.
-func (s *system) deployAgent(t *testing.T) {
+// release is the Helm release of the e2e's install.
+const release = "waterline"
+
+// install installs charts/waterline with helm, as a user of a local
+// cluster would (localCluster.enabled: loopback webhooks and probes, the
+// API server on loopback), with the images the real node imported. Only
+// what this machine needs differs from a user's values: kubelet's cgroup
+// root is the node's private one, and ports and the state directory must
+// not collide with other work on the machine. The chart installs the
+// PriorityClasses, RBAC, the node-scope policy, the manager (a pod on the
+// real node serving its webhooks on 127.0.0.1) and the agent DaemonSet; the
+// test's own ColocationPolicy and NodeQOS objects stand instead of the
+// chart's.
+func (s *system) install(t *testing.T) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "deploy", "agent.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ds appsv1.DaemonSet
-	if err := yaml.UnmarshalStrict(data, &ds); err != nil {
-		t.Fatalf("config/deploy/agent.yaml: %v", err)
-	}
-	if !ds.Spec.Template.Spec.HostNetwork {
-		t.Fatalf("config/deploy/agent.yaml: the agent must run with hostNetwork")
-	}
+	begin := time.Now()
 	api, err := url.Parse(s.c.Config.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
+	apiPort, err := strconv.Atoi(api.Port())
+	if err != nil {
+		t.Fatalf("API server address %q: %v", s.c.Config.Host, err)
+	}
 	s.agentHealth, s.agentMetrics = testutil.FreePort(t), testutil.FreePort(t)
-	ctr := &ds.Spec.Template.Spec.Containers[0]
-	ctr.ImagePullPolicy = corev1.PullNever
-	var args []string
-	for _, a := range ctr.Args {
-		switch {
-		case strings.HasPrefix(a, "--health-address="):
-			a = "--health-address=127.0.0.1:" + strconv.Itoa(s.agentHealth)
-		case strings.HasPrefix(a, "--metrics-address="):
-			a = "--metrics-address=127.0.0.1:" + strconv.Itoa(s.agentMetrics)
-		}
-		args = append(args, a)
+	values := map[string]any{
+		"localCluster": map[string]any{"enabled": true, "apiServer": map[string]any{"host": api.Hostname(), "port": apiPort}},
+		"image":        map[string]any{"registry": "docker.io/library", "tag": imagetar.WaterlineTag, "pullPolicy": "Never"},
+		"manager": map[string]any{
+			"replicas": 1, "leaderElection": map[string]any{"enabled": false},
+			"ports":        map[string]any{"webhook": testutil.FreePort(t), "metrics": testutil.FreePort(t), "health": testutil.FreePort(t)},
+			"nodeSelector": map[string]any{"waterline.dev/real-node": "true"},
+		},
+		"scheduler": map[string]any{"enabled": false},
+		"agent": map[string]any{
+			"ports":             map[string]any{"health": s.agentHealth, "metrics": s.agentMetrics},
+			"stateDir":          filepath.Join(s.node.Dir, "agent-state"),
+			"kubeletCgroupRoot": s.node.CgroupRoot,
+			"nodeSelector":      map[string]any{"waterline.dev/real-node": "true"},
+			"extraArgs":         []string{"--collect-interval=1s"},
+		},
+		"colocationPolicy": map[string]any{"create": false},
+		"nodeQOS":          map[string]any{"create": false},
 	}
-	ctr.Args = append(args, "--kubelet-cgroup-root="+s.node.CgroupRoot, "--collect-interval=1s", "--v=2")
-	for i := range ctr.Ports {
-		switch ctr.Ports[i].Name {
-		case "health":
-			ctr.Ports[i].ContainerPort = int32(s.agentHealth)
-		case "metrics":
-			ctr.Ports[i].ContainerPort = int32(s.agentMetrics)
-		}
+	s.valuesFile = filepath.Join(s.node.Dir, "e2e-values.yaml")
+	data, err := yaml.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ctr.Env = append(ctr.Env,
-		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: api.Hostname()},
-		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: api.Port()})
-	for i := range ds.Spec.Template.Spec.Volumes {
-		v := &ds.Spec.Template.Spec.Volumes[i]
-		if v.Name == "state" && v.HostPath != nil {
-			v.HostPath.Path = filepath.Join(s.node.Dir, "agent-state")
-		}
+	if err := os.WriteFile(s.valuesFile, data, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := s.c.Kube.AppsV1().DaemonSets(agentNamespace).Create(t.Context(), &ds, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("Creating the agent's DaemonSet: %v", err)
-	}
+	// The test cluster has the CRDs already (the harness installs them from
+	// config/crd, the chart's crds/ are the same files).
+	s.c.Helm(t, "install", release, testutil.ChartDir(), "-n", agentNamespace, "--create-namespace", "--skip-crds", "-f", s.valuesFile)
+	s.waitManagerReady(t)
 	pod := s.waitAgentReady(t, "")
-	t.Logf("Agent pod %s Ready on %s", pod.Name, pod.Spec.NodeName)
+	t.Logf("helm install: manager and agent pod %s Ready on %s in %v", pod.Name, pod.Spec.NodeName, time.Since(begin).Round(100*time.Millisecond))
+}
+
+// waitManagerReady waits for the manager's Deployment to have a Ready pod.
+func (s *system) waitManagerReady(t *testing.T) {
+	t.Helper()
+	testutil.Eventually(t, 3*time.Minute, time.Second, func() (bool, error) {
+		d, err := s.c.Kube.AppsV1().Deployments(agentNamespace).Get(t.Context(), "waterline-manager", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if d.Status.ReadyReplicas < 1 {
+			pods, _ := s.c.Kube.CoreV1().Pods(agentNamespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=waterline-manager"})
+			var st []string
+			for _, p := range pods.Items {
+				st = append(st, fmt.Sprintf("%s %s %+v", p.Name, p.Status.Phase, p.Status.ContainerStatuses))
+			}
+			return false, fmt.Errorf("manager not Ready: %v", st)
+		}
+		return true, nil
+	}, "waiting for the chart's waterline-manager to be Ready")
 }
 
 // agentPod returns the agent's pod on the node, or nil.

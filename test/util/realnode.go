@@ -58,8 +58,10 @@ type RealNode struct {
 const (
 	BusyboxImage = "docker.io/" + imagetar.BusyboxImage
 	PauseImage   = "docker.io/" + imagetar.PauseImage
-	// AgentImage is the agent's image as config/deploy names it.
-	AgentImage = "docker.io/library/waterline-agent:" + imagetar.WaterlineTag
+	// AgentImage is the agent's image; ManagerImage the manager's. Install
+	// charts/waterline with ChartImageValues to use them.
+	AgentImage   = "docker.io/library/waterline-agent:" + imagetar.WaterlineTag
+	ManagerImage = "docker.io/library/waterline-manager:" + imagetar.WaterlineTag
 )
 
 const cgroupMount = "/sys/fs/cgroup"
@@ -141,7 +143,7 @@ func cgroupDirs(cg string) []string {
 }
 
 // StartRealNode starts containerd and kubelet for a node named after
-// prefix, imports the busybox, pause and agent images, and returns once the
+// prefix, imports the busybox, pause, agent, manager and CLI images, and returns once the
 // node is Ready. The test's cleanup stops everything (see Stop). The
 // cluster must allow pods with a ServiceAccount token only if the test
 // needs one.
@@ -168,7 +170,7 @@ func (c *Cluster) StartRealNode(t testing.TB, prefix string) *RealNode {
 	// running node.
 	ctx := context.Background()
 	images, err := imagetar.BuildSet(ctx, imagetar.SetOptions{
-		RepoRoot: RepoRoot(), OutDir: filepath.Join(BinDir(), "images"), Binaries: []string{"waterline-agent"},
+		RepoRoot: RepoRoot(), OutDir: filepath.Join(BinDir(), "images"), Binaries: []string{"waterline", "waterline-agent", "waterline-manager"},
 	})
 	if err != nil {
 		t.Fatalf("Building the node's images: %v", err)

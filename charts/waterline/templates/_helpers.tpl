@@ -60,3 +60,13 @@ podAntiAffinity:
         matchLabels:
           app.kubernetes.io/name: {{ . }}
 {{- end -}}
+
+{{/* Env of every Waterline container: the API server on a local cluster without kube-proxy. */}}
+{{- define "waterline.apiServerEnv" -}}
+{{- if and .Values.localCluster.enabled .Values.localCluster.apiServer.host }}
+- name: KUBERNETES_SERVICE_HOST
+  value: {{ .Values.localCluster.apiServer.host | quote }}
+- name: KUBERNETES_SERVICE_PORT
+  value: {{ .Values.localCluster.apiServer.port | quote }}
+{{- end }}
+{{- end -}}

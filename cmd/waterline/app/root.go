@@ -19,5 +19,6 @@ system that runs online services and batch work on the same nodes.`,
 	cmd.AddCommand(newPredictCommand())
 	cmd.AddCommand(newAuditCommand())
 	cmd.AddCommand(newSimCommand())
+	cmd.AddCommand(newUninstallAgentsCommand())
 	return cmd
 }

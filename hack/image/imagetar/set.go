@@ -13,8 +13,8 @@ const (
 	BusyboxImage = "local/busybox:test"
 	// PauseImage is the pod sandbox image containerd is configured with.
 	PauseImage = "local/pause:test"
-	// WaterlineTag is the tag of Waterline's own images, the one the
-	// manifests in config/deploy name.
+	// WaterlineTag is the tag of Waterline's own images; the e2e and
+	// local-up install charts/waterline with image.tag set to it.
 	WaterlineTag = "latest"
 )
 

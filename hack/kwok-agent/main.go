@@ -1,0 +1,75 @@
+// Command kwok-agent simulates a Waterline agent on each kwok node of a
+// local cluster (hack/local-up.sh): it reports every selected node's
+// NodeMetric with the agent's reporter, from usage modelled on the node's
+// pods (requests times a factor, swinging over a wave) instead of cgroups,
+// so LoadAware and the Mid/Batch tiers work on fake nodes. Nodes that run
+// a real agent must not be selected.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
+	"github.com/waterline-dev/waterline/pkg/cmdutil"
+	"github.com/waterline-dev/waterline/pkg/kwokagent"
+)
+
+func main() {
+	var (
+		kubeconfig, selector string
+		m                    kwokagent.Model
+		interval             time.Duration
+	)
+	klog.InitFlags(nil)
+	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default in-cluster or $KUBECONFIG)")
+	flag.StringVar(&selector, "nodes", "type=kwok", "label selector of the nodes to simulate an agent on")
+	flag.Float64Var(&m.CPUFactor, "cpu-factor", kwokagent.DefaultCPUFactor, "a pod's CPU usage is its CPU request times this (0-4)")
+	flag.Float64Var(&m.MemoryFactor, "memory-factor", kwokagent.DefaultMemoryFactor, "a pod's memory usage is its memory request times this (0-4)")
+	flag.Float64Var(&m.Wave, "wave", kwokagent.DefaultWave, "relative amplitude of the usage swing (0-1)")
+	flag.DurationVar(&m.Period, "period", kwokagent.DefaultPeriod, "period of the usage swing")
+	flag.Float64Var(&m.SystemCPU, "system-cpu", kwokagent.DefaultSystemCPU, "each node's CPU use outside pods, in cores")
+	flag.Float64Var(&m.SystemMemory, "system-memory", kwokagent.DefaultSystemMemory, "each node's memory use outside pods, in bytes")
+	flag.DurationVar(&interval, "interval", time.Second, "how often a sample is taken (100ms-1m)")
+	flag.Parse()
+	if err := run(kubeconfig, selector, m, interval); err != nil {
+		fmt.Fprintln(os.Stderr, "kwok-agent:", err)
+		os.Exit(1)
+	}
+}
+
+func run(kubeconfig, selector string, m kwokagent.Model, interval time.Duration) error {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return fmt.Errorf("--nodes %q: %w", selector, err)
+	}
+	cfg, err := cmdutil.RESTConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	wl, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	sim, err := kwokagent.New(kwokagent.Config{Nodes: sel, Model: m, Interval: interval}, kube, wl, clock.RealClock{})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return sim.Run(klog.NewContext(ctx, klog.Background()))
+}
