@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates everything generated: deepcopy, CRDs and RBAC (controller-gen),
-# and the typed clientset, listers, informers and apply configurations of
+# the conversion and defaulting of the scheduler plugin args (conversion-gen,
+# defaulter-gen), and the typed clientset, listers, informers and apply configurations of
 # the waterline.dev API (code-generator). Tools come from bin/ (make tools).
 set -euo pipefail
 
@@ -10,13 +11,21 @@ bin="$root/bin"
 module=github.com/waterline-dev/waterline
 header=hack/boilerplate.go.txt
 
-for tool in controller-gen client-gen lister-gen informer-gen applyconfiguration-gen; do
+for tool in controller-gen conversion-gen defaulter-gen client-gen lister-gen informer-gen applyconfiguration-gen; do
   [[ -x "$bin/$tool" ]] || { echo "$bin/$tool missing: run make tools" >&2; exit 1; }
 done
 
 deepcopy_paths=(paths=./apis/...)
 [[ -d pkg/scheduler/apis ]] && deepcopy_paths+=(paths=./pkg/scheduler/apis/...)
 "$bin/controller-gen" object:headerFile="$header" "${deepcopy_paths[@]}"
+
+# Scheduler plugin args, laid out as scheduler-plugins does: internal types in
+# pkg/scheduler/apis/config, versioned ones (pointers, defaults) in
+# pkg/scheduler/apis/config/v1. The v1 package's doc.go carries the
+# +k8s:conversion-gen and +k8s:defaulter-gen tags.
+sched_v1="$module/pkg/scheduler/apis/config/v1"
+"$bin/conversion-gen" --go-header-file "$header" --output-file zz_generated.conversion.go "$sched_v1"
+"$bin/defaulter-gen" --go-header-file "$header" --output-file zz_generated.defaults.go "$sched_v1"
 rm -rf config/crd/bases
 "$bin/controller-gen" crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=config/crd/bases
 "$bin/controller-gen" rbac:roleName=waterline-manager paths=./pkg/manager/... output:rbac:artifacts:config=config/rbac/manager

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -167,7 +168,7 @@ func (r *run) buildNodes() error {
 		n.assigned = n.assignedSeq()
 		resolved, errs := policy.ForNode(obj.Labels, policies)
 		if len(errs) > 0 {
-			return fmt.Errorf("ColocationPolicies: %v", errs)
+			return fmt.Errorf("ColocationPolicies: %w", errors.Join(errs...))
 		}
 		n.resolved = resolved
 		report := int(time.Duration(*resolved.Collect.ReportIntervalSeconds) * time.Second / cfg.Step)

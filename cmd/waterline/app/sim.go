@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
@@ -224,14 +225,11 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 	return nil
 }
 
-// isTerminal reports whether w is a character device, as a terminal is.
+// isTerminal reports whether w is a terminal. A character device is not
+// enough: /dev/null is one too, and a bar drawn there is wasted work.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // progressBar draws one line on stderr: the share of steps done over all

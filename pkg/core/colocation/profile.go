@@ -71,11 +71,16 @@ type PriorityClass struct {
 type TranslationError struct {
 	Profile string
 	Reason  string
+	// Err is the error Reason was written from, if any, for errors.As.
+	Err error
 }
 
 func (e *TranslationError) Error() string {
 	return fmt.Sprintf("colocation profile %q cannot be applied: %s", e.Profile, e.Reason)
 }
+
+// Unwrap returns the error the translation failed on, if any.
+func (e *TranslationError) Unwrap() error { return e.Err }
 
 // OriginalResources is the JSON kept in the waterline.dev/original-resources
 // annotation: the cpu and memory of each container before translation.
@@ -99,14 +104,14 @@ type OriginalResources struct {
 func Apply(pod *corev1.Pod, profile *v1alpha1.ColocationProfile, class *PriorityClass) error {
 	band, err := extension.ParseBand(profile.Band)
 	if err != nil {
-		return &TranslationError{Profile: profile.Name, Reason: err.Error()}
+		return &TranslationError{Profile: profile.Name, Reason: err.Error(), Err: err}
 	}
 	if profile.PriorityClassName != "" && (class == nil || class.Name != profile.PriorityClassName) {
 		return &TranslationError{Profile: profile.Name, Reason: fmt.Sprintf("PriorityClass %q does not exist", profile.PriorityClassName)}
 	}
 	if tierCPU, tierMem, ok := band.TierResources(); ok {
 		if err := translatePod(pod, band, tierCPU, tierMem); err != nil {
-			return &TranslationError{Profile: profile.Name, Reason: err.Error()}
+			return &TranslationError{Profile: profile.Name, Reason: err.Error(), Err: err}
 		}
 	} else if other := tierBandOf(pod); other != "" && other != band {
 		return &TranslationError{Profile: profile.Name, Reason: fmt.Sprintf("the pod requests %s tier resources but the profile puts it in band %s", other, band)}
@@ -141,7 +146,7 @@ func translatePod(pod *corev1.Pod, band extension.Band, tierCPU, tierMem corev1.
 	if v, ok := pod.Annotations[extension.AnnotationOriginalResources]; ok {
 		// Translated before (webhook reinvocation): keep the first record.
 		if err := json.Unmarshal([]byte(v), &orig); err != nil {
-			return fmt.Errorf("annotation %s is not valid JSON: %v", extension.AnnotationOriginalResources, err)
+			return fmt.Errorf("annotation %s is not valid JSON: %w", extension.AnnotationOriginalResources, err)
 		}
 	}
 	changed := false

@@ -236,3 +236,25 @@ func TestApplyRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyKeepsTheCause: a caller can errors.As the error a translation
+// failed on through the TranslationError.
+func TestApplyKeepsTheCause(t *testing.T) {
+	pod := batchPod()
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[extension.AnnotationOriginalResources] = "{not json"
+	err := Apply(pod, &v1alpha1.ColocationProfile{Name: "b", Band: "batch"}, nil)
+	var te *TranslationError
+	if !errors.As(err, &te) {
+		t.Fatalf("Apply() error = %v, want a TranslationError", err)
+	}
+	var syntax *json.SyntaxError
+	if !errors.As(err, &syntax) {
+		t.Errorf("Apply() error = %v: errors.As cannot reach the *json.SyntaxError", err)
+	}
+	if !strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("Apply() error = %q, want it to say the annotation is not valid JSON", err)
+	}
+}

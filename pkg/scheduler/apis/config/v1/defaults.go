@@ -4,7 +4,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/pkg/core/loadaware"
@@ -16,13 +15,17 @@ import (
 // defaults live in the core.
 const DefaultNodeMetricExpirationSeconds = int64(loadaware.DefaultNodeMetricExpiration / time.Second)
 
-// RegisterDefaults registers the defaulting of every plugin's args with a
-// scheme, so that the scheduler defaults them when it decodes a
-// configuration.
-func RegisterDefaults(scheme *runtime.Scheme) error {
-	scheme.AddTypeDefaultingFunc(&LoadAwareArgs{}, func(obj any) { SetDefaults_LoadAwareArgs(obj.(*LoadAwareArgs)) })
-	return nil
-}
+// BandPreemption's defaults: DefaultPreemption's, so that switching from
+// DefaultPreemption to BandPreemption examines the same nodes.
+const (
+	DefaultMinCandidateNodesPercentage int32 = 10
+	DefaultMinCandidateNodesAbsolute   int32 = 100
+)
+
+// The scheme defaults args when the scheduler decodes a configuration:
+// defaulter-gen finds the SetDefaults_<Type> functions below and registers
+// them in RegisterDefaults (zz_generated.defaults.go). A new knob with a
+// non-zero default is one more line in its SetDefaults function.
 
 // SetDefaults_LoadAwareArgs fills the fields left unset; it never changes
 // what is set, even when it is invalid (validation says so instead).
@@ -87,5 +90,26 @@ func DefaultedLoadAwareArgs() config.LoadAwareArgs {
 	var out config.LoadAwareArgs
 	// The conversion cannot fail: it only copies fields.
 	_ = Convert_v1_LoadAwareArgs_To_config_LoadAwareArgs(v1Args, &out, nil)
+	return out
+}
+
+// SetDefaults_BandPreemptionArgs fills the fields left unset and never
+// changes what is set.
+func SetDefaults_BandPreemptionArgs(obj *BandPreemptionArgs) { //nolint:revive // The scheme's naming convention.
+	if obj.MinCandidateNodesPercentage == nil {
+		obj.MinCandidateNodesPercentage = ptr.To(DefaultMinCandidateNodesPercentage)
+	}
+	if obj.MinCandidateNodesAbsolute == nil {
+		obj.MinCandidateNodesAbsolute = ptr.To(DefaultMinCandidateNodesAbsolute)
+	}
+}
+
+// DefaultedBandPreemptionArgs returns the internal args a configuration
+// without pluginConfig for BandPreemption gets.
+func DefaultedBandPreemptionArgs() config.BandPreemptionArgs {
+	var v1args BandPreemptionArgs
+	SetDefaults_BandPreemptionArgs(&v1args)
+	var out config.BandPreemptionArgs
+	_ = Convert_v1_BandPreemptionArgs_To_config_BandPreemptionArgs(&v1args, &out, nil) // never fails
 	return out
 }

@@ -13,7 +13,8 @@ var SchemeGroupVersion = schema.GroupVersion{Group: schedconfig.GroupName, Versi
 var (
 	// localSchemeBuilder is kube-scheduler's v1 builder, for the reason
 	// given in the internal config package: the scheduler's private
-	// plugin-args scheme is built from it.
+	// plugin-args scheme is built from it. The generated conversions
+	// (zz_generated.conversion.go) register themselves with it too.
 	localSchemeBuilder = &schedschemev1.SchemeBuilder
 	// AddToScheme adds the v1 plugin args, their defaulting and conversion
 	// (and the in-tree v1 types) to a scheme.
@@ -25,10 +26,13 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&LoadAwareArgs{},
+		&BandPreemptionArgs{},
 	)
 	return nil
 }
 
 func init() {
-	localSchemeBuilder.Register(addKnownTypes, RegisterDefaults, RegisterConversions, registerBandPreemption)
+	// RegisterDefaults is generated (zz_generated.defaults.go) from the
+	// SetDefaults_* functions in defaults.go.
+	localSchemeBuilder.Register(addKnownTypes, RegisterDefaults)
 }
