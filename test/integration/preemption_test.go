@@ -197,10 +197,10 @@ func TestBandPreemption(t *testing.T) {
 		newCase(t, ns, 2)
 		// guarded (Free, 3500) is the cheaper victim by priority, but its PDB
 		// allows no disruption; unguarded (Batch, 5500) has none.
-		create(t, ns, "guarded", "waterline-free", "3", ns+"-0", map[string]string{"app": "guarded"})
-		create(t, ns, "unguarded", "waterline-batch", "3", ns+"-1", nil)
-		running(t, ns, "guarded")
-		running(t, ns, "unguarded")
+		// The PDB (and the status its controller would write) comes first,
+		// so the scheduler's PDB informer has it long before the victims
+		// run: created after them, a loaded machine could deliver it after
+		// the preemptor's cycle and the test would judge a stale view.
 		pdb := &policyv1.PodDisruptionBudget{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "guarded"},
 			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
@@ -216,6 +216,10 @@ func TestBandPreemption(t *testing.T) {
 		if _, err := c.Kube.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		create(t, ns, "guarded", "waterline-free", "3", ns+"-0", map[string]string{"app": "guarded"})
+		create(t, ns, "unguarded", "waterline-batch", "3", ns+"-1", nil)
+		running(t, ns, "guarded")
+		running(t, ns, "unguarded")
 		create(t, ns, "prod", "waterline-prod", "3", "", nil)
 		gone(t, ns, "unguarded")
 		if p := running(t, ns, "prod"); p.Spec.NodeName != ns+"-1" {
