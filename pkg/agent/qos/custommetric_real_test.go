@@ -39,6 +39,9 @@ var userCPUMetric = qos.CustomMetricsFile{Metrics: []qos.CustomMetricSpec{{
 func TestRealCustomMetricEvict(t *testing.T) {
 	node := resctltest.NewRealNode(t, "waterline-test-custom")
 	rates := map[string]int64{"batch-a": 150, "batch-b": 450, "batch-c": 300, "prod": 100}
+	// Running time alone (the general order) would take batch-a, the
+	// newest, first: the metric's order is another.
+	age := map[string]time.Duration{"batch-a": time.Hour, "batch-b": 3 * time.Hour, "batch-c": 2 * time.Hour, "prod": time.Hour}
 	var pods []*corev1.Pod
 	for _, name := range []string{"batch-a", "batch-b", "batch-c", "prod"} {
 		b := resctltest.MakePod(name).Band(extension.BandBatch)
@@ -46,7 +49,7 @@ func TestRealCustomMetricEvict(t *testing.T) {
 			b = resctltest.MakePod(name).Band(extension.BandProd)
 		}
 		p := b.Obj()
-		p.Status.StartTime = &metav1.Time{Time: time.Now().Add(-time.Hour)}
+		p.Status.StartTime = &metav1.Time{Time: time.Now().Add(-age[name])}
 		rp := node.AddPod(p)
 		resctltest.StartBurner(t, node, rp.Containers["main"], rates[name])
 		pods = append(pods, p)
