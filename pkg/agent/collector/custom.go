@@ -98,8 +98,8 @@ func ValidateCustomMetrics(ms []CustomMetric, fldPath *field.Path) field.ErrorLi
 }
 
 // checkCustomHierarchies returns an error for each configured v1 hierarchy
-// the node does not mount, so a typo fails at start, not silently every
-// cycle.
+// the node does not mount and each file the kubepods cgroup lacks, so a
+// typo fails at start, not silently every cycle.
 func checkCustomHierarchies(ms []CustomMetric, layout *cgroups.Layout, fldPath *field.Path) field.ErrorList {
 	if layout.Version() != cgroups.V1 {
 		return nil
@@ -110,6 +110,16 @@ func checkCustomHierarchies(ms []CustomMetric, layout *cgroups.Layout, fldPath *
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			errs = append(errs, field.Invalid(fldPath.Index(i).Child("controller"), m.Controller,
 				fmt.Sprintf("no cgroup hierarchy at %s", dir)))
+			continue
+		}
+		// The kubepods cgroup has every file its pods' cgroups have: a
+		// file name it lacks is a typo, not a pod not started yet.
+		kp := layout.Path(m.Controller, layout.KubepodsCgroup())
+		if _, err := os.Stat(kp); err == nil {
+			if _, err := os.Stat(kp + "/" + m.File); err != nil {
+				errs = append(errs, field.Invalid(fldPath.Index(i).Child("file"), m.File,
+					fmt.Sprintf("no such file in the kubepods cgroup %s", kp)))
+			}
 		}
 	}
 	return errs
