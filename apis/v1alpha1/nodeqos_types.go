@@ -37,8 +37,14 @@ const (
 	ActionEvict QOSAction = "Evict"
 )
 
-// QOSMetric names a node-level metric a rule compares with its threshold.
-// +kubebuilder:validation:Enum=cpu_usage;cpu_utilization;memory_usage;memory_utilization
+// QOSMetric names a node-level metric a rule compares with its threshold:
+// one of the built-in metrics below, or a custom metric the node's agent
+// reads (its --custom-metrics file; docs/design/node-qos.md#custom-metrics).
+// An agent that does not know the metric refuses the NodeQOS with a
+// Warning event naming it.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*$`
 type QOSMetric string
 
 // Node metrics a rule can use.
@@ -151,6 +157,7 @@ type CPUEvictionPolicy struct {
 // +kubebuilder:validation:XValidation:rule="self.metric != 'cpu_usage' || quantity(string(self.threshold)).compareTo(quantity('100k')) <= 0",message="a cpu_usage threshold must not be above 100k cores",fieldPath=".threshold"
 // +kubebuilder:validation:XValidation:rule="self.metric != 'memory_usage' || quantity(string(self.threshold)).compareTo(quantity('1Pi')) <= 0",message="a memory_usage threshold must not be above 1Pi",fieldPath=".threshold"
 // +kubebuilder:validation:XValidation:rule="!self.metric.endsWith('_utilization') || quantity(string(self.threshold)).compareTo(quantity('100')) <= 0",message="a utilization threshold is a percent and must not be above 100",fieldPath=".threshold"
+// +kubebuilder:validation:XValidation:rule="self.metric in ['cpu_usage', 'cpu_utilization', 'memory_usage', 'memory_utilization'] || quantity(string(self.threshold)).compareTo(quantity('1E')) <= 0",message="a custom metric threshold must not be above 1E",fieldPath=".threshold"
 type WaterlineRule struct {
 	// Name identifies the rule in events and logs.
 	// +kubebuilder:validation:MinLength=1
@@ -160,7 +167,8 @@ type WaterlineRule struct {
 	Metric QOSMetric `json:"metric"`
 	// Threshold is the waterline: cores for cpu_usage (at most 100k),
 	// bytes for memory_usage (at most 1Pi), percent (above 0, at most 100)
-	// for *_utilization. It must be greater than 0.
+	// for *_utilization, the metric's own unit for a custom metric (at most
+	// 1E). It must be greater than 0.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=32
 	Threshold resource.Quantity `json:"threshold"`

@@ -19,6 +19,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/tierlimits"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
+	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 // Deps is what the agent's modules are built from. Everything in it is
@@ -49,6 +50,9 @@ type Deps struct {
 	// defaults.
 	EvictionTimeout          *time.Duration
 	MemoryEvictionsPerMinute *int32
+	// QOSMetrics are the metrics the QoS executor plans with (built-in and
+	// --custom-metrics); nil is cpu and memory only.
+	QOSMetrics *coreqos.Registry
 }
 
 // addModules adds the agent's modules to a. They cycle in the order added,
@@ -108,6 +112,7 @@ func addModules(a *agent.Agent, d Deps) (*resctl.Reconciler, error) {
 		Clock:         d.Clock,
 		Registry:      d.Registry,
 		RequestReport: a.RequestReport,
+		Metrics:       d.QOSMetrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the %s module: %w", qos.Name, err)

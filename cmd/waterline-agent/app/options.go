@@ -88,6 +88,11 @@ type Options struct {
 	// MemoryEvictionsPerMinute is the memory-relief eviction budget, apart
 	// from the NodeQOS eviction.maxPerMinute. Range 1-600, default 60.
 	MemoryEvictionsPerMinute int32
+	// CustomMetrics is the path of a YAML file of custom metrics read from
+	// each pod's cgroup, with their attributes, that NodeQOS rules may then
+	// name (qos.CustomMetricsFile; docs/design/node-qos.md#custom-metrics).
+	// Empty: only the built-in metrics.
+	CustomMetrics string
 
 	// Release undoes every cgroup change the agent's marks in --state-dir
 	// record (throttles, tier limits; kubelet's values back) and exits,
@@ -157,6 +162,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "Directory kept across restarts for the metric cache checkpoint and module state; created if missing.")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "How often the metric cache is checkpointed; a crash loses at most this much history (1s-1h).")
 	fs.DurationVar(&o.EvictionTimeout, "eviction-timeout", o.EvictionTimeout, "Timeout of one node QoS eviction request; evictions run beside the collect loop (1s-5m).")
+	fs.StringVar(&o.CustomMetrics, "custom-metrics", o.CustomMetrics, "YAML file of custom metrics read from each pod's cgroup (name, controller, file, key, type counter|gauge, divisor, and the attributes actionPriority, sortable, evictable, evictQuantified) that NodeQOS rules may name. Empty: cpu and memory only.")
 	fs.Int32Var(&o.MemoryEvictionsPerMinute, "memory-evictions-per-minute", o.MemoryEvictionsPerMinute, "Budget of memory-relief evictions, apart from the NodeQOS eviction.maxPerMinute (1-600).")
 	fs.BoolVar(&o.Release, "release", o.Release, "Undo every cgroup change recorded in --state-dir (throttles, tier limits) and exit; no API server needed. For uninstalling.")
 	fs.BoolVar(&o.ReleaseOnUninstall, "release-on-uninstall", o.ReleaseOnUninstall, "On SIGTERM, release as --release does when the agent's DaemonSet is gone or being deleted.")
@@ -190,6 +196,14 @@ func (o *Options) collectorConfig() collector.Config {
 		Interval:          o.CollectInterval,
 		ContainerInterval: ptr.To(o.ContainerCollectInterval),
 	}
+}
+
+// customMetrics loads --custom-metrics; nil without the flag.
+func (o *Options) customMetrics() (*qos.CustomMetrics, error) {
+	if o.CustomMetrics == "" {
+		return nil, nil
+	}
+	return qos.LoadCustomMetrics(o.CustomMetrics)
 }
 
 func (o *Options) cacheConfig() metriccache.Config {
@@ -263,6 +277,11 @@ func (o *Options) Validate() field.ErrorList {
 		mcErrs = without(mcErrs, "checkpointPath")
 	}
 	errs = appendFlagErrors(errs, mcErrs, cacheFlags)
+	if o.CustomMetrics != "" {
+		if _, err := qos.LoadCustomMetrics(o.CustomMetrics); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("custom-metrics"), o.CustomMetrics, err.Error()))
+		}
+	}
 	qc := o.qosConfig()
 	qc.SetDefaults()
 	errs = appendFlagErrors(errs, qc.Validate(nil), qosFlags)

@@ -42,6 +42,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
+	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/version"
 )
 
@@ -118,7 +119,17 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	logger.Info("Cgroup layout", "root", layout.Root(), "version", layout.Version(), "driver", layout.Driver(), "kubepods", layout.KubepodsCgroup())
 	clk := clock.RealClock{}
-	col, err := collector.New(o.collectorConfig(), layout, clk)
+	custom, err := o.customMetrics()
+	if err != nil {
+		return fmt.Errorf("--custom-metrics: %w", err)
+	}
+	colCfg := o.collectorConfig()
+	var qosMetrics *coreqos.Registry
+	if custom != nil {
+		colCfg.CustomMetrics, qosMetrics = custom.Collector, custom.Registry
+		logger.Info("Custom metrics", "file", o.CustomMetrics, "metrics", len(custom.Collector))
+	}
+	col, err := collector.New(colCfg, layout, clk)
 	if err != nil {
 		return fmt.Errorf("starting the collector: %w", err)
 	}
@@ -179,6 +190,7 @@ func Run(ctx context.Context, o *Options) error {
 
 		EvictionTimeout:          ptr.To(o.EvictionTimeout),
 		MemoryEvictionsPerMinute: ptr.To(o.MemoryEvictionsPerMinute),
+		QOSMetrics:               qosMetrics,
 	})
 	if err != nil {
 		return err

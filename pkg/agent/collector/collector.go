@@ -30,6 +30,7 @@ type Collector struct {
 	interval    time.Duration
 	// containerInterval is Config.ContainerInterval; 0 is off.
 	containerInterval time.Duration
+	custom            []CustomMetric
 
 	mu     sync.Mutex
 	reader *cgroups.Reader
@@ -82,6 +83,7 @@ type podState struct {
 	// dir is the directory whose subdirectories are the containers.
 	dir        *cgroups.Dir
 	cpu        counter
+	custom     []counter
 	seen       uint64
 	containers map[string]*containerState
 }
@@ -107,6 +109,9 @@ func New(cfg Config, layout *cgroups.Layout, clk clock.PassiveClock) (*Collector
 	if layout == nil {
 		return nil, fmt.Errorf("creating collector: no cgroup layout")
 	}
+	if errs := checkCustomHierarchies(cfg.CustomMetrics, layout, field.NewPath("collector", "customMetrics")); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
 	c := &Collector{
 		procStat:          cgroups.NewFile(cfg.ProcRoot + "/stat"),
 		procMeminfo:       cgroups.NewFile(cfg.ProcRoot + "/meminfo"),
@@ -114,6 +119,7 @@ func New(cfg Config, layout *cgroups.Layout, clk clock.PassiveClock) (*Collector
 		clock:             clk,
 		interval:          cfg.Interval,
 		containerInterval: *cfg.ContainerInterval,
+		custom:            cfg.CustomMetrics,
 		reader:            cgroups.NewReader(),
 		pods:              map[types.UID]*podState{},
 	}
@@ -193,6 +199,7 @@ func (c *Collector) Collect(ctx context.Context, pods []PodRef) (*Sample, error)
 		}
 	}
 	s.System = systemUsage(s)
+	s.Custom = customNode(s, c.custom)
 	s.Stats.PodsCollected = len(s.Pods)
 	s.Stats.Duration = c.clock.Since(start)
 	logger.V(4).Info("Collected usage", "pods", s.Stats.Pods, "collected", s.Stats.PodsCollected,
@@ -282,10 +289,11 @@ func (c *Collector) collectPod(logger klog.Logger, ref *PodRef, s *Sample, withC
 		pu.Memory, pu.HasMemory = v, true
 	}
 
+	c.readCustom(logger, ref, st, &pu, s, c.clock.Now())
 	if withContainers {
 		pu.Containers = c.collectContainers(logger, ref, st, s)
 	}
-	if pu.HasCPU || pu.HasMemory || len(pu.Containers) > 0 {
+	if pu.HasCPU || pu.HasMemory || len(pu.Containers) > 0 || len(pu.Custom) > 0 {
 		s.Pods = append(s.Pods, pu)
 	}
 }

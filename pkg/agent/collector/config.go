@@ -45,6 +45,9 @@ type Config struct {
 	// metrics. Range 0 or [Interval, 10m], default 30s (or Interval, if
 	// longer).
 	ContainerInterval *time.Duration
+	// CustomMetrics are further metrics read from a file of each pod's
+	// cgroup every cycle (docs/design/node-qos.md#custom-metrics).
+	CustomMetrics []CustomMetric
 }
 
 // SetDefaults fills the unset fields of c.
@@ -76,5 +79,6 @@ func (c *Config) Validate(fldPath *field.Path) field.ErrorList {
 	case *ci != 0 && (*ci < c.Interval || *ci > MaxContainerInterval):
 		errs = append(errs, field.Invalid(fldPath.Child("containerInterval"), ci.String(), "must be 0 (off) or between interval and 10m"))
 	}
+	errs = append(errs, ValidateCustomMetrics(c.CustomMetrics, fldPath.Child("customMetrics"))...)
 	return errs
 }

@@ -80,6 +80,9 @@ type Usage struct {
 type PodUsage struct {
 	Pod PodRef
 	Usage
+	// Custom holds the pod's value of each custom metric read this cycle
+	// (Config.CustomMetrics), in the metric's unit; nil without any.
+	Custom map[string]int64
 	// Containers are the pod's containers found in its cgroup, sorted by
 	// ID; nil in cycles that do not read containers (see
 	// Config.ContainerInterval).
@@ -107,6 +110,9 @@ type Sample struct {
 	// every collected pod's CPU is, so a new pod's first cycle is not
 	// booked as system usage.
 	System Usage
+	// Custom is the node's value of each custom metric: the sum over the
+	// collected pods, present only when every one of them has the metric.
+	Custom map[string]int64
 	// Pods holds the pods whose cgroup was found, in the order given.
 	Pods []PodUsage
 	// ContainersCollected says whether this cycle read containers.

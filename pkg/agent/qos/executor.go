@@ -247,7 +247,7 @@ func (e *Executor) refresh(logger klog.Logger, s *agent.Snapshot) error {
 		all[i] = *nq
 	}
 	selected, errs := coreqos.SelectNodeQOS(all, s.Node.Labels)
-	wl, buildErrs := coreqos.BuildWaterlines(selected, capacity)
+	wl, buildErrs := coreqos.BuildWaterlinesWithRegistry(selected, capacity, e.qosReg)
 	errs = append(errs, buildErrs...)
 	if err := wl.CheckOrder(); err != nil {
 		return e.refuseMerge(logger, s, key, err)
@@ -335,6 +335,11 @@ func (e *Executor) measure(s *agent.Snapshot, now time.Time) {
 		if s.Sample.Node.HasMemory {
 			e.nodeUsage[coreqos.MetricMemory] = int64(s.Sample.Node.Memory)
 		}
+		// Custom metrics the collector reads (agent --custom-metrics): the
+		// node's value is the sum over its pods.
+		for name, v := range s.Sample.Custom {
+			e.nodeUsage[coreqos.MetricName(name)] = v
+		}
 		for i := range s.Sample.Pods {
 			e.usage[s.Sample.Pods[i].Pod.UID] = &s.Sample.Pods[i]
 		}
@@ -358,6 +363,12 @@ func (e *Executor) measure(s *agent.Snapshot, now time.Time) {
 			}
 			if pu.HasMemory {
 				u.MemoryBytes = int64(pu.Memory)
+			}
+			if len(pu.Custom) > 0 {
+				u.Metrics = make(map[coreqos.MetricName]int64, len(pu.Custom))
+				for name, v := range pu.Custom {
+					u.Metrics[coreqos.MetricName(name)] = v
+				}
 			}
 		}
 		e.cands = append(e.cands, e.candidate(pod, u))
@@ -390,6 +401,7 @@ func (e *Executor) candidate(pod *corev1.Pod, u coreqos.PodUsage) coreqos.Candid
 		e.static[pod.UID] = c
 	}
 	c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = u.CPUMilli, u.MemoryBytes, u.CPUQuotaMilli
+	c.Metrics = u.Metrics
 	return c
 }
 

@@ -307,6 +307,16 @@ func SelectNodeQOS(all []v1alpha1.NodeQOS, nodeLabels map[string]string) ([]*v1a
 // NodeQOS are returned either way, so one bad object does not disarm the
 // others.
 func BuildWaterlines(nqs []*v1alpha1.NodeQOS, capacity Capacity) (*Waterlines, field.ErrorList) {
+	return BuildWaterlinesWithRegistry(nqs, capacity, nil)
+}
+
+// BuildWaterlinesWithRegistry is BuildWaterlines that also accepts rules on
+// the custom metrics registered in reg (nil: none): their threshold is in
+// the metric's own unit (above 0, at most MaxCustomMetricThreshold), a
+// Throttle rule needs a throttleable metric and an Evict rule an evictable
+// one. A rule on a metric reg does not hold is an error naming it, and its
+// NodeQOS is left out like any invalid one.
+func BuildWaterlinesWithRegistry(nqs []*v1alpha1.NodeQOS, capacity Capacity, reg *Registry) (*Waterlines, field.ErrorList) {
 	sorted := slices.Clone(nqs)
 	sorted = slices.DeleteFunc(sorted, func(nq *v1alpha1.NodeQOS) bool { return nq == nil })
 	slices.SortStableFunc(sorted, func(a, b *v1alpha1.NodeQOS) int { return cmp.Compare(a.Name, b.Name) })
@@ -319,7 +329,7 @@ func BuildWaterlines(nqs []*v1alpha1.NodeQOS, capacity Capacity) (*Waterlines, f
 	for _, nq := range sorted {
 		spec := v1alpha1.NodeQOSSpecWithDefaults(&nq.Spec)
 		path := field.NewPath("nodeQOS").Key(nq.Name).Child("spec")
-		lines, lineErrs := linesOf(&nq.Spec, spec, capacity, path)
+		lines, lineErrs := linesOf(&nq.Spec, spec, capacity, reg, path)
 		if len(lineErrs) == 0 {
 			// An object whose own lines are out of order (a rule's evict
 			// line under spec.cpu's throttle line, a cpu_usage rule above a
@@ -365,7 +375,7 @@ func BuildWaterlines(nqs []*v1alpha1.NodeQOS, capacity Capacity) (*Waterlines, f
 // linesOf converts one defaulted NodeQOS spec into lines, or returns every
 // error in it. orig is the spec as written, so that a rule count inherited
 // from an invalid spec-level count is reported once, at the spec level.
-func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Path) ([]Line, field.ErrorList) {
+func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, reg *Registry, path *field.Path) ([]Line, field.ErrorList) {
 	var errs field.ErrorList
 	avoid, restore := *spec.AvoidanceCount, *spec.RestoreCount
 	errs = append(errs, validateCount(path.Child("avoidanceCount"), avoid)...)
@@ -471,12 +481,24 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Pa
 			errs = append(errs, validateCount(p.Child("restoreCount"), *r.RestoreCount)...)
 		}
 		metric, value, err := ruleValue(r, capacity)
+		custom, isCustom := customOf(reg, r.Metric)
+		if metric == "" && isCustom {
+			metric = custom.Name
+			if err == nil {
+				value, err = customRuleValue(r, custom)
+			}
+			switch {
+			case r.Action == v1alpha1.ActionThrottle && !custom.Throttleable:
+				errs = append(errs, field.Invalid(p.Child("action"), r.Action, fmt.Sprintf("metric %s is not throttleable", r.Metric)))
+			case r.Action == v1alpha1.ActionEvict && !custom.Evictable:
+				errs = append(errs, field.Invalid(p.Child("action"), r.Action, fmt.Sprintf("metric %s is not evictable", r.Metric)))
+			}
+		}
 		if err != nil {
 			errs = append(errs, field.Invalid(p.Child("threshold"), r.Threshold.String(), err.Error()))
 		}
 		if metric == "" {
-			errs = append(errs, field.NotSupported(p.Child("metric"), r.Metric, []v1alpha1.QOSMetric{
-				v1alpha1.MetricCPUUsage, v1alpha1.MetricCPUUtilization, v1alpha1.MetricMemoryUsage, v1alpha1.MetricMemoryUtilization}))
+			errs = append(errs, field.NotSupported(p.Child("metric"), r.Metric, knownRuleMetrics(reg)))
 		}
 		var actions []Action
 		switch r.Action {
@@ -506,6 +528,27 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, path *field.Pa
 		return nil, errs
 	}
 	return lines, nil
+}
+
+// customOf returns the custom metric reg holds under the rule metric m.
+func customOf(reg *Registry, m v1alpha1.QOSMetric) (Metric, bool) {
+	if reg == nil || metricOfRule(m) != "" {
+		return Metric{}, false
+	}
+	return reg.Get(MetricName(m))
+}
+
+// knownRuleMetrics lists the rule metrics a NodeQOS may name with reg.
+func knownRuleMetrics(reg *Registry) []string {
+	out := []string{string(v1alpha1.MetricCPUUsage), string(v1alpha1.MetricCPUUtilization), string(v1alpha1.MetricMemoryUsage), string(v1alpha1.MetricMemoryUtilization)}
+	if reg != nil {
+		for _, m := range reg.Metrics() {
+			if m.Name != MetricCPU && m.Name != MetricMemory {
+				out = append(out, string(m.Name))
+			}
+		}
+	}
+	return out
 }
 
 // ruleValue converts a rule's threshold into its metric's absolute unit.

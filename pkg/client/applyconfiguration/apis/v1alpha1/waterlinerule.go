@@ -37,7 +37,8 @@ type WaterlineRuleApplyConfiguration struct {
 	Metric *apisv1alpha1.QOSMetric `json:"metric,omitempty"`
 	// Threshold is the waterline: cores for cpu_usage (at most 100k),
 	// bytes for memory_usage (at most 1Pi), percent (above 0, at most 100)
-	// for *_utilization. It must be greater than 0.
+	// for *_utilization, the metric's own unit for a custom metric (at most
+	// 1E). It must be greater than 0.
 	Threshold *resource.Quantity `json:"threshold,omitempty"`
 	// Action is what crossing the line does.
 	Action *apisv1alpha1.QOSAction `json:"action,omitempty"`

@@ -1,0 +1,98 @@
+package qos
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+)
+
+// MaxCustomMetricThreshold is the highest rule threshold of a custom metric,
+// in the metric's own unit: far below what int64 holds, so no conversion
+// wraps.
+const MaxCustomMetricThreshold = "1E"
+
+var (
+	maxCustomThreshold = resource.MustParse(MaxCustomMetricThreshold)
+	customNameRE       = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+)
+
+// CustomMetricAttributes are the attributes a user gives a metric of their
+// own (docs/design/node-qos.md#custom-metrics). Throttling acts on CPU
+// quotas only, so a custom metric is never throttleable: it is evictable
+// (or only sortable and a ForbidScheduling line).
+type CustomMetricAttributes struct {
+	// Name is the metric's name in NodeQOS rules: lower case letters,
+	// digits and underscores, at most 63, starting with a letter, and not
+	// a built-in rule metric.
+	Name MetricName
+	// ActionPriority, 0 to 10, as Metric.ActionPriority.
+	ActionPriority int32
+	// Sortable orders pods by their usage of the metric, the biggest user
+	// first (after band, class and priority); otherwise GeneralSorter.
+	Sortable bool
+	// Evictable: evicting a pod releases its usage of the metric.
+	Evictable bool
+	// EvictQuantified: the pod's measured usage is what its eviction
+	// releases, so the planner evicts only as many pods as the gap needs.
+	EvictQuantified bool
+}
+
+// ValidateCustomMetricName returns why name cannot name a custom metric.
+func ValidateCustomMetricName(name MetricName, path *field.Path) field.ErrorList {
+	switch v1alpha1.QOSMetric(name) {
+	case v1alpha1.MetricCPUUsage, v1alpha1.MetricCPUUtilization, v1alpha1.MetricMemoryUsage, v1alpha1.MetricMemoryUtilization:
+		return field.ErrorList{field.Invalid(path, name, "is a built-in metric")}
+	}
+	if !customNameRE.MatchString(string(name)) {
+		return field.ErrorList{field.Invalid(path, name, "must be 1-63 lower case letters, digits or underscores, starting with a letter")}
+	}
+	return nil
+}
+
+// CustomMetric returns the Metric of a user's metric: its pods' usage is
+// Candidate.Metrics[name], and evicting a pod releases that usage.
+func CustomMetric(a CustomMetricAttributes) (Metric, error) {
+	if errs := ValidateCustomMetricName(a.Name, field.NewPath("name")); len(errs) > 0 {
+		return Metric{}, errs.ToAggregate()
+	}
+	name := a.Name
+	m := Metric{
+		Name:            name,
+		ActionPriority:  a.ActionPriority,
+		Sortable:        a.Sortable,
+		Evictable:       a.Evictable,
+		EvictQuantified: a.EvictQuantified,
+	}
+	if a.Sortable {
+		m.Sorter = MetricSorter(name)
+	}
+	if a.Evictable {
+		m.Evict = func(c *Candidate) int64 { return c.Usage(name) }
+	}
+	if errs := ValidateMetric(&m, field.NewPath("metric")); len(errs) > 0 {
+		return Metric{}, errs.ToAggregate()
+	}
+	return m, nil
+}
+
+// MetricSorter orders by class and priority, then usage of m (the biggest
+// user closes the gap with the fewest pods), then running time.
+func MetricSorter(m MetricName) Sorter {
+	return OrderedBy(ClassAndPriority, func(a, b *Candidate) int { return cmp.Compare(b.Usage(m), a.Usage(m)) }, RunningTime)
+}
+
+// customRuleValue converts the threshold of a rule on a registered custom
+// metric: the metric's own unit, rounded up to an integer, at most
+// MaxCustomMetricThreshold.
+func customRuleValue(r *v1alpha1.WaterlineRule, _ Metric) (int64, error) {
+	t := r.Threshold
+	if t.Cmp(maxCustomThreshold) > 0 {
+		return 0, fmt.Errorf("must not be above %s", MaxCustomMetricThreshold)
+	}
+	return max(1, t.Value()), nil
+}
