@@ -131,9 +131,11 @@ func (p *Predictor) feedResourceLocked(c *metriccache.Cache, w windows, now time
 			}
 		}
 	}
+	rs.fed = fedUsage{last: math.NaN(), maxAfterPrediction: math.NaN()}
 	for k, v := range node {
 		if !math.IsNaN(v) {
 			rs.prod.AddNodeSample(max(v, 0), 1, w.end(k))
+			rs.fed.add(max(v, 0), w.end(k), p.result.Time)
 		}
 	}
 	for k, v := range p.averages(c, metriccache.SystemKey(r), w, now, slotSystem) {

@@ -2,6 +2,8 @@ package predictor
 
 import (
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,10 +16,14 @@ type metrics struct {
 	windows         prometheus.Counter
 	earlyReports    *prometheus.CounterVec
 	checkpoints     *prometheus.CounterVec
+	prodUsage       *prometheus.GaugeVec
+	predictionErr   *prometheus.GaugeVec
 
 	// Children resolved once, so observing allocates nothing.
 	peakCPU, peakMemory       prometheus.Gauge
 	reclaimCPU, reclaimMemory prometheus.Gauge
+	// usage and predictionError are indexed like resourceKinds.
+	usage, predictionError [len(resourceKinds)]prometheus.Gauge
 }
 
 // newMetrics registers the predictor's metrics with reg; a nil reg keeps
@@ -52,6 +58,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "waterline_agent_predictor_checkpoints_total",
 			Help: "Predictor checkpoint writes by result: success or error.",
 		}, []string{"result"}),
+		prodUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "waterline_agent_predictor_prod_usage",
+			Help: "Usage of the Prod pods plus the system (node minus Mid, Batch and Free), averaged over the latest update window fed to the histograms: cpu in cores, memory in bytes. NaN until the first window.",
+		}, []string{"resource"}),
+		predictionErr: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "waterline_agent_predictor_prediction_error_ratio",
+			Help: "(highest Prod + system usage of the update windows that ended after the prediction in force was made - its prod peak) / that peak, set at every feed: > 0 the usage went over the predicted peak, < 0 the share of the peak left unused (the safety margin included). NaN until measured.",
+		}, []string{"resource"}),
 	}
 	for _, r := range []string{EarlyFirst, EarlyForce, EarlyReadiness, EarlyMoved} {
 		m.earlyReports.WithLabelValues(r)
@@ -61,10 +75,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	m.peakCPU, m.peakMemory = m.prodPeak.WithLabelValues("cpu"), m.prodPeak.WithLabelValues("memory")
 	m.reclaimCPU, m.reclaimMemory = m.prodReclaimable.WithLabelValues("cpu"), m.prodReclaimable.WithLabelValues("memory")
+	for i, k := range resourceKinds {
+		m.usage[i] = m.prodUsage.WithLabelValues(string(k.name))
+		m.predictionError[i] = m.predictionErr.WithLabelValues(string(k.name))
+		m.usage[i].Set(math.NaN())
+		m.predictionError[i].Set(math.NaN())
+	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.prodPeak, m.prodReclaimable, m.ready, m.coldStartPods, m.windows, m.earlyReports, m.checkpoints} {
+	for _, c := range []prometheus.Collector{m.prodPeak, m.prodReclaimable, m.ready, m.coldStartPods, m.windows, m.earlyReports, m.checkpoints, m.prodUsage, m.predictionErr} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the predictor's metrics: %w", err)
 		}
@@ -83,4 +103,44 @@ func (m *metrics) observe(r *Result) {
 	}
 	m.ready.Set(ready)
 	m.coldStartPods.Set(float64(r.ColdStartPods))
+}
+
+// fedUsage is the Prod + system usage (node − Mid − Batch − Free, the
+// quantity ProdPeak predicts) of the windows one feed gave the histograms.
+type fedUsage struct {
+	// last is the latest window's average; NaN when no window had a value.
+	last float64
+	// maxAfterPrediction is the highest window average among the windows
+	// that ended after the prediction then in force was made; NaN when
+	// none did (or there was no prediction yet).
+	maxAfterPrediction float64
+}
+
+func (f *fedUsage) add(v float64, end, predictedAt time.Time) {
+	f.last = v
+	if !predictedAt.IsZero() && end.After(predictedAt) && !(f.maxAfterPrediction >= v) {
+		f.maxAfterPrediction = v
+	}
+}
+
+// observeFed sets the usage gauges from the windows just fed, and the
+// prediction error from the peak predicted before them (prev, the result
+// then in force): (observed max − predicted) ÷ predicted. A series keeps
+// its last value when a feed had nothing to say about it.
+func (m *metrics) observeFed(res *[len(resourceKinds)]*resourceState, prev *Result) {
+	for i, rs := range res {
+		if rs == nil {
+			continue
+		}
+		if !math.IsNaN(rs.fed.last) {
+			m.usage[i].Set(rs.fed.last)
+		}
+		predicted := float64(prev.ProdPeak.MilliCPU) / 1000
+		if i != cpuIndex {
+			predicted = float64(prev.ProdPeak.Memory)
+		}
+		if !math.IsNaN(rs.fed.maxAfterPrediction) && predicted > 0 {
+			m.predictionError[i].Set((rs.fed.maxAfterPrediction - predicted) / predicted)
+		}
+	}
 }

@@ -95,6 +95,9 @@ type resourceState struct {
 	prod *predict.Tracker
 	// bands holds each band's summed usage, in extension.Bands order.
 	bands [numBands]*predict.Histogram
+	// fed records the Prod + system usage of the latest feed, for the
+	// prediction-error metrics.
+	fed fedUsage
 }
 
 func newResourceState(l *predict.Layout) *resourceState {
@@ -300,6 +303,7 @@ func (p *Predictor) Cycle(ctx context.Context, s *agent.Snapshot) error {
 	p.syncPodsLocked(s.Pods, now)
 	if n := p.feedLocked(logger, s.Cache, now); n > 0 {
 		p.metrics.windows.Add(float64(n))
+		p.metrics.observeFed(&p.res, &p.result)
 		logger.V(4).Info("Fed the usage histograms", "windows", n, "until", p.fedUntil, "prodPods", p.prodPods)
 	}
 	p.predictLocked(now)

@@ -69,6 +69,8 @@ type LoadAware struct {
 	clock   clock.PassiveClock
 	cache   *nodeCache
 	reasons reasons
+	// refusals counts Filter's refusals by reason and resource.
+	refusals *refusalCounters
 	// recorder emits Events about nodes; nil in tests without one.
 	recorder events.EventRecorder
 	// activator is the scheduling queue, to activate refused pods.
@@ -161,6 +163,7 @@ func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, cl
 		clock:     clk,
 		cache:     newNodeCache(cfg),
 		reasons:   newReasons(&cfg.Resources),
+		refusals:  newRefusalCounters(&cfg.Resources),
 		stopped:   make(chan struct{}),
 		activator: h,
 		wake:      make(chan struct{}, 1),
@@ -293,6 +296,7 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	if v.Reason == core.Fit {
 		return nil
 	}
+	pl.refusals.count(v)
 	reasons := pl.reasons.of(v)
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 		j := pl.cfg.Judge(&s.pod, &ns.load, s.now)

@@ -1,0 +1,92 @@
+package loadaware
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+)
+
+// Refusal reasons as the refusals metric labels them.
+const (
+	refusalUsage           = "usage"
+	refusalProdUsage       = "prod_usage"
+	refusalAggregatedUsage = "aggregated_usage"
+	refusalForbid          = "forbid_scheduling"
+	refusalMetricExpired   = "metric_expired"
+)
+
+// filterRefusals counts Filter refusals. A usage refusal counts once per
+// resource over its threshold; forbid_scheduling and metric_expired judge
+// the node as a whole and carry resource="". No node or pod labels: the
+// series are bounded by reasons × configured resources.
+var filterRefusals = metrics.NewCounterVec(&metrics.CounterOpts{
+	Name:           "waterline_loadaware_filter_refusals_total",
+	Help:           "Nodes LoadAware's Filter refused, by reason (usage, prod_usage, aggregated_usage, forbid_scheduling, metric_expired) and resource over its threshold (\"\" for node-wide reasons).",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"reason", "resource"})
+
+var registerMetricsOnce sync.Once
+
+// registerMetrics registers the plugin's metrics with the scheduler's
+// legacy registry, once however many profiles build the plugin.
+func registerMetrics() {
+	registerMetricsOnce.Do(func() {
+		legacyregistry.MustRegister(filterRefusals)
+	})
+}
+
+// refusalCounters holds the refusal series resolved once per plugin, so a
+// refusal increments without building label values.
+type refusalCounters struct {
+	expired, forbid metrics.CounterMetric
+	// The usage reasons' series are indexed by the resource's index in the
+	// configured resources.
+	usage, prodUsage, aggregated [core.MaxResources]metrics.CounterMetric
+}
+
+// newRefusalCounters registers the metrics and resolves every series the
+// plugin can increment. Series of a component-base vector resolved before
+// registration would be no-ops, hence the registration first.
+func newRefusalCounters(r *core.Resources) *refusalCounters {
+	registerMetrics()
+	c := &refusalCounters{
+		expired: filterRefusals.WithLabelValues(refusalMetricExpired, ""),
+		forbid:  filterRefusals.WithLabelValues(refusalForbid, ""),
+	}
+	for i := range r.Len() {
+		name := string(r.Name(i))
+		c.usage[i] = filterRefusals.WithLabelValues(refusalUsage, name)
+		c.prodUsage[i] = filterRefusals.WithLabelValues(refusalProdUsage, name)
+		c.aggregated[i] = filterRefusals.WithLabelValues(refusalAggregatedUsage, name)
+	}
+	return c
+}
+
+// count records one refusal.
+func (c *refusalCounters) count(v core.Verdict) {
+	var per *[core.MaxResources]metrics.CounterMetric
+	switch v.Reason {
+	case core.ReasonMetricExpired:
+		c.expired.Inc()
+		return
+	case core.ReasonForbidScheduling:
+		c.forbid.Inc()
+		return
+	case core.ReasonUsage:
+		per = &c.usage
+	case core.ReasonProdUsage:
+		per = &c.prodUsage
+	case core.ReasonAggregatedUsage:
+		per = &c.aggregated
+	default:
+		return
+	}
+	for i := range core.MaxResources {
+		if v.Over&(1<<i) != 0 && per[i] != nil {
+			per[i].Inc()
+		}
+	}
+}
