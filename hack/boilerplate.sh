@@ -33,14 +33,15 @@ if ! $fix; then
   printf '  %s\n' "${missing[@]}" >&2
   exit 1
 fi
+header=$(cat "$header_file") # without its trailing blank lines
 for f in "${missing[@]}"; do
   tmp=$(mktemp)
   if head -n 1 "$f" | grep -q '^//go:build'; then
     # Keep the build constraint first: it must precede everything but comments
     # and blank lines, and gofmt keeps it on top.
-    { head -n 1 "$f"; echo; cat "$header_file"; echo; tail -n +2 "$f" | sed '1{/^$/d}'; } > "$tmp"
+    { head -n 1 "$f"; echo; printf '%s\n\n' "$header"; tail -n +2 "$f" | sed '1{/^$/d}'; } > "$tmp"
   else
-    { cat "$header_file"; echo; cat "$f"; } > "$tmp"
+    { printf '%s\n\n' "$header"; cat "$f"; } > "$tmp"
   fi
   mv "$tmp" "$f"
   echo "added the header to $f"
