@@ -325,7 +325,7 @@ func TestAgentReportsNodeMetric(t *testing.T) {
 	}
 	testutil.Eventually(t, time.Minute, 250*time.Millisecond, func() (bool, error) {
 		if _, err := n.c.Kube.CoreV1().Pods("colo").Get(ctx, "burner", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("pod still there: %v", err)
+			return false, fmt.Errorf("pod still there: %w", err)
 		}
 		if _, ok := testutil.MetricValue(agent.Metrics(t), podSeries); ok {
 			return false, fmt.Errorf("%s still served", podSeries)

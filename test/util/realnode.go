@@ -291,7 +291,7 @@ state = %q
 		}
 		out, err := n.ctr("version")
 		if err != nil {
-			return false, fmt.Errorf("%v: %s", err, out)
+			return false, fmt.Errorf("%w: %s", err, out)
 		}
 		return true, nil
 	}, "waiting for containerd at %s", n.ContainerdSocket)

@@ -592,13 +592,3 @@ func TestNewValidates(t *testing.T) {
 }
 
 func ptrDuration(d time.Duration) *time.Duration { return &d }
-
-func slicesDelete(pods []*corev1.Pod, p *corev1.Pod) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, q := range pods {
-		if q != p {
-			out = append(out, q)
-		}
-	}
-	return out
-}

@@ -48,7 +48,7 @@ func TestRestoreDoesNotStarvePinnedPods(t *testing.T) {
 		if q := quota["pinned"]; q != NoQuota {
 			pinnedUse = min(pinnedUse, q)
 		}
-		node := int64(others + idleUse + pinnedUse)
+		node := others + idleUse + pinnedUse
 		if node > line {
 			t.Fatalf("cycle %d: node at %dm, past the restore line %dm", cycle, node, line)
 		}

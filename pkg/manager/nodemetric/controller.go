@@ -23,6 +23,7 @@ package nodemetric
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -108,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.Client.Create(ctx, nm); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// The agent created it first; the next event updates its spec.
-				return reconcile.Result{Requeue: true}, nil
+				return reconcile.Result{RequeueAfter: time.Second}, nil
 			}
 			return reconcile.Result{}, fmt.Errorf("creating NodeMetric %s: %w", node.Name, err)
 		}

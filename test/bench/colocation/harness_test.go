@@ -188,7 +188,7 @@ func burnIn(dir string, d time.Duration) error {
 	cmd.Env = append(os.Environ(), "COLOBENCH_TEST_BURN_CGROUP="+dir, "COLOBENCH_TEST_BURN="+d.String(), "GOMAXPROCS=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("burner: %v: %s", err, out)
+		return fmt.Errorf("burner: %w: %s", err, out)
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ limitations under the License.
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -488,9 +489,17 @@ func runOnce(t testing.TB, c *testutil.Cluster, bin string, v variant, run, m in
 		t.Fatal(err)
 	}
 	api1 := controlPlaneCPU(cpPIDs)
-	page, err := s.get("/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// kube-scheduler records the sampled plugin timings asynchronously
+	// (its metrics recorder flushes about once a second): a short run can
+	// end before the first flush, so wait for them, for a few seconds.
+	var page []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		if page, err = s.get("/metrics"); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(page, []byte("scheduler_plugin_execution_duration_seconds_count{")) || time.Now().After(deadline) {
+			break
+		}
 	}
 	profWG.Wait()
 	if profErr != nil {
