@@ -57,12 +57,20 @@ manifests: generate ## Alias of generate: CRDs and RBAC come out of the same run
 verify: tools ## Fail if generated code is stale, code is not gofmt'ed, a licence header is missing, golangci-lint or go vet complain, the chart does not lint, or go.mod is untidy
 	hack/verify.sh
 
+# What the tests run: the control plane, the real node's kubelet, kwok and
+# helm. The code generators and golangci-lint are for generate and verify.
+TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kubelet kwok helm
+
+.PHONY: test-tools
+test-tools: ## Build only the tools the tests run (cached like the rest)
+	hack/build-tools.sh $(TEST_TOOLS)
+
 .PHONY: test-deps
 test-deps: ## Install what some tests need besides Go (Debian's chromium, containerd, runc, busybox-static, where root may)
 	hack/install-test-deps.sh
 
 .PHONY: test
-test: tools test-deps ## Run unit, integration and real-node e2e tests; prints every skip with its reason and a pass/fail/skip count
+test: test-tools test-deps ## Run unit, integration and real-node e2e tests; prints every skip with its reason and a pass/fail/skip count
 	@$(GO) build -o $(BIN)/testsum ./hack/testsum
 	$(GO) test -json -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./... 2>&1 | $(BIN)/testsum
 
