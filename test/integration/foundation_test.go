@@ -55,7 +55,7 @@ func TestCRDsInstallAndExplain(t *testing.T) {
 		testutil.Eventually(t, 30*time.Second, 500*time.Millisecond, func() (bool, error) {
 			out, err := c.KubectlE("explain", resourcePath)
 			if err != nil {
-				return false, fmt.Errorf("%v: %s", err, out)
+				return false, fmt.Errorf("%w: %s", err, out)
 			}
 			if !strings.Contains(out, want) {
 				return false, fmt.Errorf("output lacks %q:\n%s", want, out)

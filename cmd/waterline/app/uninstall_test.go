@@ -89,7 +89,9 @@ func TestUninstallAgents(t *testing.T) {
 	go func() {
 		done <- uninstallAgents(context.Background(), c.Kube, &out, "waterline-system", "waterline-agent", time.Minute)
 	}()
-	if err := c.Kube.CoreV1().Pods("waterline-system").Delete(ctx, "agent-1", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	// No kubelet runs here to finish a graceful deletion: the pod goes at
+	// once, as it would when its kubelet confirms the agent has exited.
+	if err := c.Kube.CoreV1().Pods("waterline-system").Delete(ctx, "agent-1", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	patch := []byte(`{"metadata":{"finalizers":null}}`)
