@@ -29,7 +29,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups/cgroupstest"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
@@ -54,14 +53,7 @@ func TestAgentCustomMetricEvicts(t *testing.T) {
 	c.CreateNamespace(t, ns, nil)
 
 	dir := t.TempDir()
-	layout, err := cgroups.NewLayout(filepath.Join(dir, "cgroup"), cgroups.V1, cgroups.DriverCgroupfs, "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := cgroupstest.Tree{Layout: layout}
-	if err := tree.Init(); err != nil {
-		t.Fatal(err)
-	}
+	layout, tree := fixtureCgroups(t, dir)
 	// The kubepods cgroup has every file its pods have: the agent checks
 	// the configured file there at start.
 	if err := tree.Cgroup(layout.KubepodsCgroup(), cgroupstest.Usage{MemoryUsage: 10 * gib}); err != nil {

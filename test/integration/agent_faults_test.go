@@ -433,14 +433,7 @@ func TestAgentEvictionDuringPartitionKeepsTheBeat(t *testing.T) {
 	const ns = "partition-evict"
 	c.CreateNamespace(t, ns, nil)
 	dir := t.TempDir()
-	layout, err := cgroups.NewLayout(filepath.Join(dir, "cgroup"), cgroups.V1, cgroups.DriverCgroupfs, "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := cgroupstest.Tree{Layout: layout}
-	if err := tree.Init(); err != nil {
-		t.Fatal(err)
-	}
+	layout, tree := fixtureCgroups(t, dir)
 	procDir := filepath.Join(dir, "proc")
 	if err := cgroupstest.Proc(procDir, 1000, 100000, 16*gib, 2*gib); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups/cgroupstest"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
@@ -55,14 +54,7 @@ func TestAgentRefusesInvertedMerge(t *testing.T) {
 	c.CreateNamespace(t, ns, nil)
 
 	dir := t.TempDir()
-	layout, err := cgroups.NewLayout(filepath.Join(dir, "cgroup"), cgroups.V1, cgroups.DriverCgroupfs, "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := cgroupstest.Tree{Layout: layout}
-	if err := tree.Init(); err != nil {
-		t.Fatal(err)
-	}
+	layout, tree := fixtureCgroups(t, dir)
 	procDir := filepath.Join(dir, "proc")
 	if err := cgroupstest.Proc(procDir, 1000, 100000, 16*gib, 2*gib); err != nil {
 		t.Fatal(err)

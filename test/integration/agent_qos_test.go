@@ -47,6 +47,21 @@ const gib = 1 << 30
 
 // qosPriorityClasses creates the Prod and Batch classes the QoS tests'
 // pods use (the Priority admission plugin sets spec.priority from them).
+// fixtureCgroups makes a cgroup v1 cgroupfs tree under dir/cgroup for an
+// agent to read: fixture files the test writes, not the kernel's.
+func fixtureCgroups(t *testing.T, dir string) (*cgroups.Layout, cgroupstest.Tree) {
+	t.Helper()
+	layout, err := cgroups.NewLayout(filepath.Join(dir, "cgroup"), cgroups.V1, cgroups.DriverCgroupfs, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := cgroupstest.Tree{Layout: layout}
+	if err := tree.Init(); err != nil {
+		t.Fatal(err)
+	}
+	return layout, tree
+}
+
 func qosPriorityClasses(t *testing.T, c *testutil.Cluster) {
 	t.Helper()
 	for name, v := range map[string]int32{"qos-prod": 9500, "qos-batch": 5500} {
@@ -114,14 +129,7 @@ func TestAgentQoSEvictsThroughEvictionAPI(t *testing.T) {
 
 	// Fixture cgroups and /proc: the agent reads memory from them.
 	dir := t.TempDir()
-	layout, err := cgroups.NewLayout(filepath.Join(dir, "cgroup"), cgroups.V1, cgroups.DriverCgroupfs, "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := cgroupstest.Tree{Layout: layout}
-	if err := tree.Init(); err != nil {
-		t.Fatal(err)
-	}
+	layout, tree := fixtureCgroups(t, dir)
 	procDir := filepath.Join(dir, "proc")
 	if err := cgroupstest.Proc(procDir, 1000, 100000, 16*gib, 2*gib); err != nil {
 		t.Fatal(err)

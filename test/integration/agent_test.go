@@ -457,14 +457,7 @@ func TestAgentRSS200Pods(t *testing.T) {
 
 	// The pods, in the API server; their cgroups, in a fixture tree.
 	dir := t.TempDir()
-	layout, err := cgroups.NewLayout(filepath.Join(dir, "cgroup"), cgroups.V1, cgroups.DriverCgroupfs, "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := cgroupstest.Tree{Layout: layout}
-	if err := tree.Init(); err != nil {
-		t.Fatal(err)
-	}
+	layout, tree := fixtureCgroups(t, dir)
 	if err := cgroupstest.Proc(filepath.Join(dir, "proc"), 1000, 9000, 16<<30, 12<<30); err != nil {
 		t.Fatal(err)
 	}
