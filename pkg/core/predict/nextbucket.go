@@ -287,7 +287,9 @@ func MatchMeanPeak(lo, hi, target float64, steps, rounds int, eval func(xs []flo
 	for range rounds {
 		xs := make([]float64, steps)
 		for i := range xs {
-			xs[i] = lo + (hi-lo)*float64(i)/float64(steps-1)
+			// Rounded so that a knob reads as the decimal it is meant
+			// to be (4.3382, not 4.3382000000000005).
+			xs[i] = math.Round((lo+(hi-lo)*float64(i)/float64(steps-1))*1e9) / 1e9
 		}
 		scores, err := eval(xs)
 		if err != nil {
