@@ -692,8 +692,9 @@ type bucketRow struct {
 	KnobValue float64 `json:"knobValue,omitempty"`
 	// TargetMeanPeak is the mean peak searched for, a share of the node.
 	TargetMeanPeak float64 `json:"targetMeanPeak,omitempty"`
-	// Unreached says the family cannot reach the target (its MeanPeak is
-	// the highest it reaches).
+	// Unreached says no knob in range reaches the target exactly: the
+	// row is the end of the range nearest to it (n=0 or margin 0 already
+	// above it, or the largest knob still below).
 	Unreached     bool    `json:"unreached,omitempty"`
 	Nodes         int     `json:"nodes"`
 	Predictions   int     `json:"predictions"`
@@ -1008,6 +1009,8 @@ func bucketAt(x bucketRow) string {
 	switch {
 	case x.At == "own":
 		return "own"
+	case x.Unreached && x.MeanPeak > x.TargetMeanPeak:
+		return knobLabel(x.Knob, x.KnobValue) + " (min)"
 	case x.Unreached:
 		return knobLabel(x.Knob, x.KnobValue) + " (max)"
 	}

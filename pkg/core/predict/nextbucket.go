@@ -276,8 +276,9 @@ var ErrPeakOutOfReach = errors.New("target mean peak out of reach")
 // scores the family at several knob values at once (one pass over a trace
 // scores any number of models); the mean peak must not fall as x grows.
 // It narrows [lo, hi] by a grid of steps points per round, rounds times,
-// and returns the best x found with its score. When even hi falls short, it
-// returns hi's score and an error wrapping ErrPeakOutOfReach.
+// and returns the best x found with its score. When even hi falls short, or
+// lo already overshoots, it returns that end's knob and score with an
+// error wrapping ErrPeakOutOfReach.
 func MatchMeanPeak(lo, hi, target float64, steps, rounds int, eval func(xs []float64) ([]PeakScore, error)) (float64, PeakScore, error) {
 	if !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || steps < 2 || rounds < 1 {
 		return 0, PeakScore{}, fmt.Errorf("matching mean peak: invalid search [%g, %g] with %d steps × %d rounds", lo, hi, steps, rounds)
@@ -306,6 +307,10 @@ func MatchMeanPeak(lo, hi, target float64, steps, rounds int, eval func(xs []flo
 				target, ErrPeakOutOfReach, s.Model, s.MeanPeak())
 		case i < 0:
 			return bestX, *best, nil // cannot happen for a monotone family; keep the last match
+		case i == 0 && best == nil:
+			s := scores[0]
+			return xs[0], s, fmt.Errorf("matching mean peak %.4g: %w: %s is already at %.4g",
+				target, ErrPeakOutOfReach, s.Model, s.MeanPeak())
 		case i == 0:
 			return xs[0], scores[0], nil
 		}
