@@ -33,9 +33,9 @@ const (
 	DefaultReportIntervalSeconds    int64 = 60
 
 	DefaultPredictModel                       = PredictNSigmaV2
-	DefaultPredictN                     int32 = 5
+	DefaultPredictN                     int32 = 7
 	DefaultPredictPercentile            int32 = 99
-	DefaultHalfLifeSeconds              int64 = 12 * 3600
+	DefaultHalfLifeSeconds              int64 = 3600
 	DefaultColdStartSeconds             int64 = 3600
 	DefaultSafetyMarginPercent          int32 = 10
 	DefaultBorgOvercommitPercent        int32 = 110

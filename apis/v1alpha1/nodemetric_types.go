@@ -121,7 +121,7 @@ type PredictPolicy struct {
 	// mean.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=20
-	// +kubebuilder:default=5
+	// +kubebuilder:default=7
 	// +optional
 	N *int32 `json:"n,omitempty"`
 	// Percentile is the percentile (1-100) of usage the ResourceCentral and
@@ -134,7 +134,7 @@ type PredictPolicy struct {
 	// HalfLifeSeconds is the half-life of the decaying usage histograms: a
 	// sample's weight halves every half-life.
 	// +kubebuilder:validation:Minimum=60
-	// +kubebuilder:default=43200
+	// +kubebuilder:default=3600
 	// +optional
 	HalfLifeSeconds *int64 `json:"halfLifeSeconds,omitempty"`
 	// ColdStartSeconds is how long a new pod's requests stand in for its

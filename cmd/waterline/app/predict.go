@@ -25,6 +25,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,6 +38,12 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
 	"github.com/waterline-dev/waterline/pkg/trace"
+)
+
+// Evaluations `waterline predict` runs.
+const (
+	evalHorizon    = "horizon"
+	evalNextBucket = "next-bucket"
 )
 
 // Trace kinds `waterline predict` reads.
@@ -65,6 +73,15 @@ type predictOptions struct {
 	vmsPerNode  int
 	maxOf       []string
 	output      string
+
+	// Next-bucket evaluation (--eval next-bucket).
+	eval       string
+	bucket     time.Duration
+	window     int
+	baselineN  float64
+	contiguous int
+	curve      []string // mean peaks in %; strings so that --curve= can empty it
+	nodes      []string
 }
 
 func newPredictCommand() *cobra.Command {
@@ -84,6 +101,11 @@ func newPredictCommand() *cobra.Command {
 		vmsPerNode:  10,
 		maxOf:       modelNames(v1alpha1.DefaultMaxOf),
 		output:      "table",
+		eval:        evalHorizon,
+		bucket:      5 * time.Minute,
+		window:      24,
+		baselineN:   5,
+		curve:       []string{"60", "65", "70", "75", "80", "85", "90"},
 	}
 	cmd := &cobra.Command{
 		Use:   "predict",
@@ -111,9 +133,25 @@ Traces (see shared/traces/README.md):
                  machine; the machine counts as one pod with a request and
                  limit of 100 %, so per-pod models see the machine as a whole.
   bitbrains      one file per VM: VMs are pods (request = limit = provisioned
-                 capacity), grouped --vms-per-node to a node in file order.`,
+                 capacity), grouped --vms-per-node to a node in file order.
+
+--eval next-bucket asks a narrower question, bucket by bucket: will the
+maximum of the next --bucket (5m) exceed the prediction made at its start? It
+scores the agent's predictor (--models, --n, --percentile, --half-life,
+--safety-margin default to the predict policy's defaults) and a sliding-window
+baseline that keeps no histogram -- mean + --baseline-n population standard
+deviations of the last --window bucket maxima, capped at the node -- on the
+same buckets: those whose --contiguous (default --window) buckets before all
+hold samples. It reports each at its own parameters and at the baseline's mean
+predicted peak (N, or the margin for models without N, set to the smallest
+value that reaches it), then violations against mean peak for both at every
+--curve target.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.eval == evalNextBucket {
+				o.agentDefaults(cmd.Flags().Changed)
+				return runNextBucket(cmd.Context(), cmd.OutOrStdout(), o)
+			}
 			return runPredict(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
@@ -134,6 +172,13 @@ Traces (see shared/traces/README.md):
 	f.IntVar(&o.vmsPerNode, "vms-per-node", o.vmsPerNode, "bitbrains: VMs per node")
 	f.StringSliceVar(&o.maxOf, "max-of", o.maxOf, "the models Max takes the largest of (as predictPolicy.maxOf does for the agent)")
 	f.StringVarP(&o.output, "output", "o", o.output, "output format: table or json")
+	f.StringVar(&o.eval, "eval", o.eval, "evaluation: horizon (the peak of each --horizon, every --step) or next-bucket (the maximum of each next --bucket, against a sliding-window baseline)")
+	f.StringSliceVar(&o.nodes, "nodes", o.nodes, "evaluate only these nodes (alibaba-v2018: machine IDs; bitbrains: the node names, e.g. vm1-10); default: all")
+	f.DurationVar(&o.bucket, "bucket", o.bucket, "next-bucket: bucket width (whole seconds)")
+	f.IntVar(&o.window, "window", o.window, "next-bucket: bucket maxima the baseline's mean and deviation are taken over")
+	f.Float64Var(&o.baselineN, "baseline-n", o.baselineN, "next-bucket: standard deviations the baseline adds to its mean")
+	f.IntVar(&o.contiguous, "contiguous", o.contiguous, "next-bucket: buckets right before a bucket that must all hold samples for it to be scored (0 = --window)")
+	f.StringSliceVar(&o.curve, "curve", o.curve, "next-bucket: mean predicted peaks, in % of the node, at which to compare violation rates (--curve= for none)")
 	return cmd
 }
 
@@ -214,33 +259,35 @@ func (o predictOptions) validate() field.ErrorList {
 	if !(o.bucketRatio > 1 && o.bucketRatio <= 10) {
 		errs = append(errs, field.Invalid(field.NewPath("--bucket-ratio"), o.bucketRatio, "must be in (1, 10]"))
 	}
+	if o.eval != evalHorizon && o.eval != evalNextBucket {
+		errs = append(errs, field.NotSupported(field.NewPath("--eval"), o.eval, []string{evalHorizon, evalNextBucket}))
+	}
+	if o.bucket < time.Second || o.bucket%time.Second != 0 {
+		errs = append(errs, field.Invalid(field.NewPath("--bucket"), o.bucket.String(), "must be a whole number of seconds ≥ 1s"))
+	}
+	if o.window < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("--window"), o.window, "must be ≥ 1"))
+	}
+	if !(o.baselineN >= 0) || math.IsInf(o.baselineN, 0) {
+		errs = append(errs, field.Invalid(field.NewPath("--baseline-n"), o.baselineN, "must be a finite number ≥ 0"))
+	}
+	if o.contiguous != 0 && o.contiguous < o.window {
+		errs = append(errs, field.Invalid(field.NewPath("--contiguous"), o.contiguous, fmt.Sprintf("must be 0 (= --window) or ≥ --window (%d)", o.window)))
+	}
+	for i, c := range o.curve {
+		if v, err := strconv.ParseFloat(c, 64); err != nil || !(v > 0 && v <= 100) {
+			errs = append(errs, field.Invalid(field.NewPath("--curve").Index(i), c, "must be a mean peak in (0, 100] %"))
+		}
+	}
 	return errs
 }
 
 // predictors builds every model × parameter the options ask for, each
 // once.
 func (o predictOptions) predictors() ([]predict.Predictor, error) {
-	base := predict.Params{ColdStart: o.coldStart, SafetyMarginPercent: o.margin, BorgOvercommit: predict.DefaultBorgOvercommit}
 	var out []predict.Predictor
-	build := func(model string, mod func(*predict.Params)) (predict.Predictor, error) {
-		p := base
-		p.Percentile = 100
-		mod(&p)
-		if model != string(v1alpha1.PredictMax) {
-			return predict.New(v1alpha1.PredictModel(model), p)
-		}
-		var m predict.Max
-		for _, part := range o.maxOf {
-			pm, err := predict.New(v1alpha1.PredictModel(part), p)
-			if err != nil {
-				return nil, err
-			}
-			m = append(m, pm)
-		}
-		return m, nil
-	}
 	add := func(model string, mod func(*predict.Params)) error {
-		m, err := build(model, mod)
+		m, err := o.build(model, mod)
 		if err != nil {
 			return err
 		}
@@ -272,6 +319,25 @@ func (o predictOptions) predictors() ([]predict.Predictor, error) {
 		}
 	}
 	return out, nil
+}
+
+// build returns one model with the options' parameters, changed by mod; Max
+// combines the --max-of models, each with the same parameters.
+func (o predictOptions) build(model string, mod func(*predict.Params)) (predict.Predictor, error) {
+	p := predict.Params{ColdStart: o.coldStart, SafetyMarginPercent: o.margin, BorgOvercommit: predict.DefaultBorgOvercommit, Percentile: 100}
+	mod(&p)
+	if model != string(v1alpha1.PredictMax) {
+		return predict.New(v1alpha1.PredictModel(model), p)
+	}
+	var m predict.Max
+	for _, part := range o.maxOf {
+		pm, err := predict.New(v1alpha1.PredictModel(part), p)
+		if err != nil {
+			return nil, err
+		}
+		m = append(m, pm)
+	}
+	return m, nil
 }
 
 // resourceTrace is one resource of every node of a trace, and the
@@ -409,11 +475,25 @@ func (o predictOptions) tracePath() (string, error) {
 	for _, s := range starts {
 		dir, err := trace.FindShared(s, folder)
 		if err == nil {
-			return dir, nil
+			return relativeToWorkingDir(dir), nil
 		}
 		errs = append(errs, err)
 	}
 	return "", fmt.Errorf("no --path given and %w", errors.Join(errs...))
+}
+
+// relativeToWorkingDir returns dir relative to the working directory when
+// it can (the trace's path as the user would type it, not an absolute path
+// that names where this machine keeps it), else dir.
+func relativeToWorkingDir(dir string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return dir
+	}
+	if rel, err := filepath.Rel(wd, dir); err == nil {
+		return rel
+	}
+	return dir
 }
 
 func (o predictOptions) load(path string) ([]resourceTrace, error) {
@@ -437,6 +517,12 @@ func (o predictOptions) load(path string) ([]resourceTrace, error) {
 	var keep []resourceTrace
 	nodes := 0
 	for _, rt := range traces {
+		if len(o.nodes) > 0 {
+			var err error
+			if rt.nodes, err = selectNodes(rt.nodes, o.nodes); err != nil {
+				return nil, fmt.Errorf("%s trace %s: %w", o.trace, path, err)
+			}
+		}
 		for _, r := range o.resources {
 			if rt.resource == r {
 				keep = append(keep, rt)
@@ -450,6 +536,27 @@ func (o predictOptions) load(path string) ([]resourceTrace, error) {
 		return nil, fmt.Errorf("%s trace %s holds no usage samples of %s", o.trace, path, strings.Join(o.resources, " or "))
 	}
 	return keep, nil
+}
+
+// selectNodes keeps the nodes named in names, in trace order; a name that
+// is not in the trace is an error naming it.
+func selectNodes(nodes []predict.NodeTrace, names []string) ([]predict.NodeTrace, error) {
+	var out []predict.NodeTrace
+	for _, n := range nodes {
+		if slices.Contains(names, n.Name) {
+			out = append(out, n)
+		}
+	}
+	var missing []string
+	for _, name := range names {
+		if !slices.ContainsFunc(nodes, func(n predict.NodeTrace) bool { return n.Name == name }) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 && len(nodes) > 0 {
+		return nil, fmt.Errorf("--nodes: no node %s in the trace", strings.Join(missing, ", "))
+	}
+	return out, nil
 }
 
 // loadAlibaba turns each machine into a node whose usage is in percent of
@@ -533,4 +640,379 @@ func modelNames(models []v1alpha1.PredictModel) []string {
 		out[i] = string(m)
 	}
 	return out
+}
+
+// agentDefaults makes the flags the user did not set describe the agent's
+// default predictor (the predict policy's defaults, safety margin
+// included) and CPU only, the resource the next-bucket baseline is stated
+// for.
+func (o *predictOptions) agentDefaults(changed func(flag string) bool) {
+	d := v1alpha1.PredictPolicyWithDefaults(nil)
+	if !changed("models") {
+		o.models = []string{string(d.Model)}
+	}
+	if !changed("n") {
+		o.n = []float64{float64(*d.N)}
+	}
+	if !changed("percentile") {
+		o.percentiles = []float64{float64(*d.Percentile)}
+	}
+	if !changed("safety-margin") {
+		o.margin = float64(*d.SafetyMarginPercent)
+	}
+	if !changed("resources") {
+		o.resources = []string{"cpu"}
+	}
+}
+
+// Knobs a model family is swept along to reach a mean peak.
+const (
+	knobN      = "n"
+	knobMargin = "margin"
+)
+
+// Search ranges of the knobs: the API's range of N, and a margin up to
+// 500 %. Eleven points per round make every value tried a round decimal.
+const (
+	matchSteps  = 11
+	matchRounds = 5
+	maxKnobN    = 20
+	maxMargin   = 500
+)
+
+// bucketRow is one line of a next-bucket report.
+type bucketRow struct {
+	Resource string `json:"resource"`
+	Model    string `json:"model"`
+	// At is "own" (the parameters asked for), "matched" (the knob set to
+	// reach the baseline's mean peak) or "curve".
+	At string `json:"at"`
+	// Knob and KnobValue say what was swept for matched and curve rows.
+	Knob      string  `json:"knob,omitempty"`
+	KnobValue float64 `json:"knobValue,omitempty"`
+	// TargetMeanPeak is the mean peak searched for, a share of the node.
+	TargetMeanPeak float64 `json:"targetMeanPeak,omitempty"`
+	// Unreached says no knob in range reaches the target exactly: the
+	// row is the end of the range nearest to it (n=0 or margin 0 already
+	// above it, or the largest knob still below).
+	Unreached     bool    `json:"unreached,omitempty"`
+	Nodes         int     `json:"nodes"`
+	Predictions   int     `json:"predictions"`
+	Violations    int     `json:"violations"`
+	ViolationRate float64 `json:"violationRate"`
+	// MeanPeak is the mean prediction, capped at the node, as a share of
+	// the node.
+	MeanPeak float64 `json:"meanPeak"`
+}
+
+type bucketConfig struct {
+	Bucket              string   `json:"bucket"`
+	Window              int      `json:"window"`
+	BaselineN           float64  `json:"baselineN"`
+	Contiguous          int      `json:"contiguous"`
+	HalfLife            string   `json:"halfLife"`
+	ColdStart           string   `json:"coldStart"`
+	SafetyMarginPercent float64  `json:"safetyMarginPercent"`
+	BucketRatio         float64  `json:"bucketRatio"`
+	MaxOf               []string `json:"maxOf,omitempty"`
+	VMsPerNode          int      `json:"vmsPerNode,omitempty"`
+	Nodes               []string `json:"nodes,omitempty"`
+}
+
+type bucketReport struct {
+	Trace   string       `json:"trace"`
+	Path    string       `json:"path"`
+	Eval    string       `json:"eval"`
+	Config  bucketConfig `json:"config"`
+	Results []bucketRow  `json:"results"`
+	Curve   []bucketRow  `json:"curve,omitempty"`
+}
+
+// family is a model of the options with one knob left free.
+type family struct {
+	model string // the model's name in --models
+	name  string // the model at its own parameters
+	knob  string
+	own   func(*predict.Params)
+	build func(x float64) (predict.Predictor, error)
+}
+
+// families returns every model × parameter of the options with the knob
+// that moves its peak: N for the N-sigma models and a Max holding one,
+// else the safety margin. BorgDefault reads no usage and has no knob.
+func (o predictOptions) families() ([]family, error) {
+	var out []family
+	usesN := func(model string) bool {
+		switch v1alpha1.PredictModel(model) {
+		case v1alpha1.PredictNSigmaV1, v1alpha1.PredictNSigmaV2:
+			return true
+		case v1alpha1.PredictMax:
+			return slices.ContainsFunc(o.maxOf, func(m string) bool {
+				return m == string(v1alpha1.PredictNSigmaV1) || m == string(v1alpha1.PredictNSigmaV2)
+			})
+		}
+		return false
+	}
+	add := func(model string, own func(*predict.Params)) error {
+		f := family{model: model, own: own}
+		m, err := o.build(model, own)
+		if err != nil {
+			return err
+		}
+		f.name = m.String()
+		switch {
+		case model == string(v1alpha1.PredictBorgDefault):
+		case usesN(model):
+			f.knob = knobN
+			f.build = func(x float64) (predict.Predictor, error) {
+				return o.build(model, func(p *predict.Params) { own(p); p.N = x })
+			}
+		default:
+			f.knob = knobMargin
+			f.build = func(x float64) (predict.Predictor, error) {
+				return o.build(model, func(p *predict.Params) { own(p); p.SafetyMarginPercent = x })
+			}
+		}
+		out = append(out, f)
+		return nil
+	}
+	for _, model := range o.models {
+		var err error
+		switch v1alpha1.PredictModel(model) {
+		case v1alpha1.PredictNSigmaV1, v1alpha1.PredictNSigmaV2:
+			for _, n := range o.n {
+				err = errors.Join(err, add(model, func(p *predict.Params) { p.N = n }))
+			}
+		case v1alpha1.PredictResourceCentral, v1alpha1.PredictPercentilePeak:
+			for _, pc := range o.percentiles {
+				err = errors.Join(err, add(model, func(p *predict.Params) { p.Percentile = pc }))
+			}
+		case v1alpha1.PredictMax:
+			for _, n := range o.n {
+				for _, pc := range o.percentiles {
+					err = errors.Join(err, add(model, func(p *predict.Params) { p.N, p.Percentile = n, pc }))
+				}
+			}
+		default:
+			err = add(model, func(*predict.Params) {})
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func knobLabel(knob string, x float64) string {
+	if knob == knobMargin {
+		return fmt.Sprintf("%s+%s%%", knob, strconv.FormatFloat(x, 'f', -1, 64))
+	}
+	return fmt.Sprintf("%s=%s", knob, strconv.FormatFloat(x, 'f', -1, 64))
+}
+
+// runNextBucket is `waterline predict --eval next-bucket`.
+func runNextBucket(ctx context.Context, out io.Writer, o predictOptions) error {
+	logger := klog.FromContext(ctx)
+	if errs := o.validate(); len(errs) > 0 {
+		return fmt.Errorf("invalid flags: %w", errs.ToAggregate())
+	}
+	path, err := o.tracePath()
+	if err != nil {
+		return err
+	}
+	fams, err := o.families()
+	if err != nil {
+		return err
+	}
+	traces, err := o.load(path)
+	if err != nil {
+		return err
+	}
+	contiguous := o.contiguous
+	if contiguous == 0 {
+		contiguous = o.window
+	}
+	report := bucketReport{Trace: o.trace, Path: path, Eval: evalNextBucket, Config: bucketConfig{
+		Bucket: o.bucket.String(), Window: o.window, BaselineN: o.baselineN, Contiguous: contiguous,
+		HalfLife: o.halfLife.String(), ColdStart: o.coldStart.String(), SafetyMarginPercent: o.margin,
+		BucketRatio: o.bucketRatio, Nodes: o.nodes,
+	}}
+	if slices.Contains(o.models, string(v1alpha1.PredictMax)) {
+		report.Config.MaxOf = o.maxOf
+	}
+	if o.trace == traceBitbrains {
+		report.Config.VMsPerNode = o.vmsPerNode
+	}
+	for _, rt := range traces {
+		cfg := rt.layout
+		cfg.Ratio, cfg.HalfLife = o.bucketRatio, o.halfLife
+		layout, err := predict.NewLayout(cfg)
+		if err != nil {
+			return fmt.Errorf("histogram layout for %s: %w", rt.resource, err)
+		}
+		ec := predict.BucketEvalConfig{Layout: layout, Bucket: o.bucket, Contiguous: contiguous}
+		// score evaluates baselines and models on every node and adds up.
+		score := func(baselines []predict.WindowNSigma, models []predict.Predictor) ([]predict.PeakScore, []predict.PeakScore, error) {
+			bs, ms := make([]predict.PeakScore, len(baselines)), make([]predict.PeakScore, len(models))
+			for _, node := range rt.nodes {
+				if err := ctx.Err(); err != nil {
+					return nil, nil, err
+				}
+				res, err := predict.EvaluateNextBucket(node, baselines, models, ec)
+				if err != nil {
+					return nil, nil, err
+				}
+				for i := range bs {
+					bs[i].Model = res.Baselines[i].Model
+					bs[i].Add(res.Baselines[i])
+				}
+				for i := range ms {
+					ms[i].Model = res.Scores[i].Model
+					ms[i].Add(res.Scores[i])
+				}
+			}
+			return bs, ms, nil
+		}
+		row := func(s predict.PeakScore, at string) bucketRow {
+			return bucketRow{Resource: rt.resource, Model: s.Model, At: at, Nodes: len(rt.nodes), Predictions: s.Predictions,
+				Violations: s.Violations, ViolationRate: s.ViolationRate(), MeanPeak: s.MeanPeak()}
+		}
+		// Own parameters: one pass for the baseline and every model.
+		baseline := predict.WindowNSigma{Window: o.window, N: o.baselineN}
+		own := make([]predict.Predictor, len(fams))
+		for i, f := range fams {
+			if own[i], err = o.build(f.model, f.own); err != nil {
+				return err
+			}
+		}
+		bs, ms, err := score([]predict.WindowNSigma{baseline}, own)
+		if err != nil {
+			return err
+		}
+		report.Results = append(report.Results, row(bs[0], "own"))
+		for _, s := range ms {
+			report.Results = append(report.Results, row(s, "own"))
+		}
+		// match finds a family's knob for a target mean peak.
+		match := func(f family, target float64) (bucketRow, error) {
+			hi := float64(maxKnobN)
+			if f.knob == knobMargin {
+				hi = maxMargin
+			}
+			x, s, err := predict.MatchMeanPeak(0, hi, target, matchSteps, matchRounds, func(xs []float64) ([]predict.PeakScore, error) {
+				models := make([]predict.Predictor, len(xs))
+				for i, x := range xs {
+					var err error
+					if models[i], err = f.build(x); err != nil {
+						return nil, err
+					}
+				}
+				_, ms, err := score(nil, models)
+				return ms, err
+			})
+			r := row(s, "matched")
+			r.Knob, r.KnobValue, r.TargetMeanPeak = f.knob, x, target
+			if errors.Is(err, predict.ErrPeakOutOfReach) {
+				r.Unreached, err = true, nil
+			}
+			return r, err
+		}
+		target := bs[0].MeanPeak()
+		for _, f := range fams {
+			if f.knob == "" {
+				logger.Info("Model has no knob to match the baseline's mean peak", "model", f.name)
+				continue
+			}
+			r, err := match(f, target)
+			if err != nil {
+				return err
+			}
+			report.Results = append(report.Results, r)
+		}
+		for _, c := range o.curve {
+			pct, _ := strconv.ParseFloat(c, 64) // validated
+			t := pct / 100
+			x, s, err := predict.MatchMeanPeak(0, maxKnobN, t, matchSteps, matchRounds, func(xs []float64) ([]predict.PeakScore, error) {
+				baselines := make([]predict.WindowNSigma, len(xs))
+				for i, x := range xs {
+					baselines[i] = predict.WindowNSigma{Window: o.window, N: x}
+				}
+				bs, _, err := score(baselines, nil)
+				return bs, err
+			})
+			r := row(s, "curve")
+			r.Knob, r.KnobValue, r.TargetMeanPeak = knobN, x, t
+			if errors.Is(err, predict.ErrPeakOutOfReach) {
+				r.Unreached, err = true, nil
+			}
+			if err != nil {
+				return err
+			}
+			report.Curve = append(report.Curve, r)
+			for _, f := range fams {
+				if f.knob == "" {
+					continue
+				}
+				r, err := match(f, t)
+				if err != nil {
+					return err
+				}
+				r.At = "curve"
+				report.Curve = append(report.Curve, r)
+			}
+		}
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	return writeBucketTable(out, report)
+}
+
+func writeBucketTable(out io.Writer, r bucketReport) error {
+	c := r.Config
+	fmt.Fprintf(out, "trace %s (%s)\n", r.Trace, r.Path)
+	if len(c.Nodes) > 0 {
+		fmt.Fprintf(out, "nodes %s\n", strings.Join(c.Nodes, ","))
+	}
+	fmt.Fprintf(out, "next-bucket maxima: bucket %s; scored where the %d buckets before hold samples\n", c.Bucket, c.Contiguous)
+	fmt.Fprintf(out, "baseline window(w=%d,n=N): mean + N population standard deviations of the last %d bucket maxima, capped at the node\n", c.Window, c.Window)
+	fmt.Fprintf(out, "models: half-life %s, cold start %s, safety margin %g%%, bucket ratio %g", c.HalfLife, c.ColdStart, c.SafetyMarginPercent, c.BucketRatio)
+	if len(c.MaxOf) > 0 {
+		fmt.Fprintf(out, ", max-of %s", strings.Join(c.MaxOf, ","))
+	}
+	fmt.Fprint(out, "\n\n")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "RESOURCE\tMODEL\tAT\tNODES\tPREDICTIONS\tVIOLATIONS\tVIOLATION RATE\tMEAN PEAK\t")
+	for _, x := range r.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.3f%%\t%.2f%%\t\n", x.Resource, x.Model, bucketAt(x), x.Nodes, x.Predictions,
+			x.Violations, 100*x.ViolationRate, 100*x.MeanPeak)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Curve) == 0 {
+		return nil
+	}
+	fmt.Fprint(out, "\nviolations against mean peak (each knob at the smallest value that reaches the target)\n\n")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "RESOURCE\tTARGET\tMODEL\tAT\tPREDICTIONS\tVIOLATIONS\tVIOLATION RATE\tMEAN PEAK\t")
+	for _, x := range r.Curve {
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%s\t%d\t%d\t%.3f%%\t%.2f%%\t\n", x.Resource, 100*x.TargetMeanPeak, x.Model, bucketAt(x),
+			x.Predictions, x.Violations, 100*x.ViolationRate, 100*x.MeanPeak)
+	}
+	return tw.Flush()
+}
+
+func bucketAt(x bucketRow) string {
+	switch {
+	case x.At == "own":
+		return "own"
+	case x.Unreached && x.MeanPeak > x.TargetMeanPeak:
+		return knobLabel(x.Knob, x.KnobValue) + " (min)"
+	case x.Unreached:
+		return knobLabel(x.Knob, x.KnobValue) + " (max)"
+	}
+	return knobLabel(x.Knob, x.KnobValue)
 }

@@ -244,20 +244,9 @@ func (s *Score) add(predicted, actual, denom float64) {
 
 func validateEval(node NodeTrace, cfg EvalConfig) field.ErrorList {
 	errs := cfg.Validate(field.NewPath("config"))
-	errs = append(errs, node.Usage.validate(field.NewPath("usage"))...)
+	errs = append(errs, validateNode(node)...)
 	if !(node.Capacity >= 0) || math.IsInf(node.Capacity, 0) {
 		errs = append(errs, field.Invalid(field.NewPath("capacity"), node.Capacity, "must be a finite number ≥ 0"))
-	}
-	for i := range node.Pods {
-		p := &node.Pods[i]
-		fp := field.NewPath("pods").Index(i)
-		errs = append(errs, p.Usage.validate(fp.Child("usage"))...)
-		if !(p.Request >= 0) || math.IsInf(p.Request, 0) {
-			errs = append(errs, field.Invalid(fp.Child("request"), p.Request, "must be a finite number ≥ 0"))
-		}
-		if !(p.Limit >= 0) || math.IsInf(p.Limit, 0) {
-			errs = append(errs, field.Invalid(fp.Child("limit"), p.Limit, "must be a finite number ≥ 0"))
-		}
 	}
 	return errs
 }
