@@ -33,7 +33,7 @@ const (
 	DefaultReportIntervalSeconds    int64 = 60
 
 	DefaultPredictModel                       = PredictNSigmaV2
-	DefaultPredictN                     int32 = 7
+	DefaultPredictN                     int32 = 10
 	DefaultPredictPercentile            int32 = 99
 	DefaultHalfLifeSeconds              int64 = 3600
 	DefaultColdStartSeconds             int64 = 3600

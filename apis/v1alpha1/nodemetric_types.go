@@ -121,7 +121,7 @@ type PredictPolicy struct {
 	// mean.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=20
-	// +kubebuilder:default=7
+	// +kubebuilder:default=10
 	// +optional
 	N *int32 `json:"n,omitempty"`
 	// Percentile is the percentile (1-100) of usage the ResourceCentral and

@@ -389,7 +389,7 @@ func TestContributeStatus(t *testing.T) {
 		PredictionTime:  &now,
 		// False at t0+1s, True since the first window (t0+30s).
 		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionPredictionReady, Status: metav1.ConditionTrue, Reason: ReasonPredicted,
-			Message: "NSigmaV2(n=7) predicts from the usage history of the node and its 1 Prod pods", LastTransitionTime: metav1.NewTime(t0.Add(30 * time.Second))}},
+			Message: "NSigmaV2(n=10) predicts from the usage history of the node and its 1 Prod pods", LastTransitionTime: metav1.NewTime(t0.Add(30 * time.Second))}},
 	}
 	if diff := cmp.Diff(want, st, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 		t.Errorf("Status (-want +got):\n%s", diff)

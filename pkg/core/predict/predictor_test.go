@@ -272,7 +272,7 @@ func TestParamsFromPolicy(t *testing.T) {
 	}{{
 		name:   "nil: the API defaults",
 		policy: nil,
-		want:   Params{N: 7, Percentile: 99, ColdStart: time.Hour, SafetyMarginPercent: 10, BorgOvercommit: 1.1, MaxOf: v1alpha1.DefaultMaxOf},
+		want:   Params{N: float64(v1alpha1.DefaultPredictN), Percentile: 99, ColdStart: time.Hour, SafetyMarginPercent: 10, BorgOvercommit: 1.1, MaxOf: v1alpha1.DefaultMaxOf},
 	}, {
 		name: "set fields win, unset ones default",
 		policy: &v1alpha1.PredictPolicy{
