@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 )
@@ -122,15 +123,22 @@ func ValidateNodeQOSSpec(spec *v1alpha1.NodeQOSSpec, fldPath *field.Path, opts N
 		errs = append(errs, metav1validation.ValidateLabelSelector(spec.NodeSelector,
 			metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("nodeSelector"))...)
 	}
-	// Cross-field checks (satisfaction lower <= upper) see the defaults, as
-	// admission does: the API server defaults before it validates.
-	d := v1alpha1.NodeQOSSpecWithDefaults(spec)
-	errs = append(errs, ValidateSampleCount(fldPath.Child("avoidanceCount"), *d.AvoidanceCount)...)
-	errs = append(errs, ValidateSampleCount(fldPath.Child("restoreCount"), *d.RestoreCount)...)
-	errs = append(errs, ValidateThrottleTuning(fldPath.Child("throttle"), *d.Throttle.StepPercent, *d.Throttle.MinCPUPercent)...)
-	e := d.CPUEviction
-	errs = append(errs, ValidateCPUEvictionTuning(fldPath.Child("cpuEviction"), *e.WindowSeconds,
-		*e.SatisfactionLowerPercent, *e.SatisfactionUpperPercent, *e.BEUsageThresholdPercent)...)
+	// Unset tuning is checked with its default (the values of
+	// v1alpha1.NodeQOSSpecWithDefaults, without copying the spec): the
+	// cross-field check of satisfaction lower <= upper sees them, as
+	// admission does, the API server defaulting before it validates.
+	errs = append(errs, ValidateSampleCount(fldPath.Child("avoidanceCount"), ptr.Deref(spec.AvoidanceCount, v1alpha1.DefaultAvoidanceCount))...)
+	errs = append(errs, ValidateSampleCount(fldPath.Child("restoreCount"), ptr.Deref(spec.RestoreCount, v1alpha1.DefaultRestoreCount))...)
+	throttle := ptr.Deref(spec.Throttle, v1alpha1.ThrottlePolicy{})
+	errs = append(errs, ValidateThrottleTuning(fldPath.Child("throttle"),
+		ptr.Deref(throttle.StepPercent, v1alpha1.DefaultThrottleStepPercent),
+		ptr.Deref(throttle.MinCPUPercent, v1alpha1.DefaultThrottleMinCPUPercent))...)
+	e := ptr.Deref(spec.CPUEviction, v1alpha1.CPUEvictionPolicy{})
+	errs = append(errs, ValidateCPUEvictionTuning(fldPath.Child("cpuEviction"),
+		ptr.Deref(e.WindowSeconds, v1alpha1.DefaultCPUEvictWindowSeconds),
+		ptr.Deref(e.SatisfactionLowerPercent, v1alpha1.DefaultSatisfactionLowerPercent),
+		ptr.Deref(e.SatisfactionUpperPercent, v1alpha1.DefaultSatisfactionUpperPercent),
+		ptr.Deref(e.BEUsageThresholdPercent, v1alpha1.DefaultBEUsageThresholdPercent))...)
 	errs = append(errs, validateEviction(fldPath.Child("eviction"), spec.Eviction)...)
 	errs = append(errs, validateCPUWaterlines(fldPath.Child("cpu"), spec.CPU)...)
 	errs = append(errs, validateMemoryWaterlines(fldPath.Child("memory"), spec.Memory)...)
