@@ -407,7 +407,8 @@ func validationOptions(reg *Registry) validation.NodeQOSOptions {
 		return opts
 	}
 	for _, m := range reg.Metrics() {
-		if m.Name == MetricCPU || m.Name == MetricMemory || validation.IsBuiltinRuleMetric(v1alpha1.QOSMetric(m.Name)) {
+		// cpu_usage and memory_usage are built in (MetricCPU, MetricMemory).
+		if validation.IsBuiltinRuleMetric(v1alpha1.QOSMetric(m.Name)) {
 			continue
 		}
 		opts.CustomMetrics = append(opts.CustomMetrics, validation.CustomMetric{
