@@ -247,6 +247,13 @@ func TestNodeQOSValidationAgreesWithAdmission(t *testing.T) {
 				t.Fatalf("Create: %v; want admitted or an Invalid error with causes", err)
 			}
 			for _, cause := range status.ErrStatus.Details.Causes {
+				// Where a list is too long, a string too long or an enum
+				// wrong, the API server skips the CEL rules whose cost
+				// depends on it and says so in a cause of its own, naming
+				// no field: a note on the refusal, not a second error.
+				if strings.Contains(cause.Message, "validation rules were not checked") {
+					continue
+				}
 				api = append(api, cause.Field)
 			}
 			if len(api) == 0 {
