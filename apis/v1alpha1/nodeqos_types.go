@@ -31,6 +31,10 @@ const (
 	MaxCPUUsageThreshold = "100k"
 	// MaxMemoryUsageThreshold is the highest memory_usage rule threshold.
 	MaxMemoryUsageThreshold = "1Pi"
+	// MaxCustomMetricThreshold is the highest rule threshold of a custom
+	// metric, in the metric's own unit: far below what int64 holds, so no
+	// conversion wraps.
+	MaxCustomMetricThreshold = "1E"
 	// MaxEvictionsPerMinute is the highest eviction.maxPerMinute: ten a
 	// second is already far past what a node needs.
 	MaxEvictionsPerMinute int32 = 600

@@ -106,6 +106,12 @@ const agentGCPercent = 50
 
 // Run runs the agent until ctx ends, then checkpoints the metric cache and
 // returns nil. Errors are for what prevents it from starting.
+//
+// In order: the API clients, what the node is read with (cgroup layout,
+// collector, metric cache), the collect loop with its modules and the
+// event recorder they report through, the health and metrics servers, and
+// then the loop itself, protecting the node from its snapshot until the
+// informers sync. Everything started is stopped in the reverse order.
 func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx).WithValues("node", o.NodeName)
 	ctx = klog.NewContext(ctx, logger)
@@ -114,117 +120,193 @@ func Run(ctx context.Context, o *Options) error {
 		return release(ctx, o)
 	}
 
-	cfg, err := cmdutil.RESTConfig(o.Kubeconfig)
+	c, err := newClients(o)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
-	cfg = rest.AddUserAgent(cfg, "waterline-agent/"+o.NodeName)
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	wl, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating the Waterline client: %w", err)
-	}
-
-	layout, err := cgroups.Detect(o.cgroupOptions())
-	if err != nil {
-		return fmt.Errorf("detecting the cgroup layout under --cgroup-root %s: %w", o.CgroupRoot, err)
-	}
-	logger.Info("Cgroup layout", "root", layout.Root(), "version", layout.Version(), "driver", layout.Driver(), "kubepods", layout.KubepodsCgroup())
 	clk := clock.RealClock{}
-	custom, err := o.customMetrics()
+	src, err := openSources(ctx, o, clk)
 	if err != nil {
-		return fmt.Errorf("--custom-metrics: %w", err)
+		return err
 	}
-	colCfg := o.collectorConfig()
-	var qosMetrics *coreqos.Registry
-	if custom != nil {
-		colCfg.CustomMetrics, qosMetrics = custom.Collector, custom.Registry
-		logger.Info("Custom metrics", "file", o.CustomMetrics, "metrics", len(custom.Collector))
-	}
-	col, err := collector.New(colCfg, layout, clk)
-	if err != nil {
-		return fmt.Errorf("starting the collector: %w", err)
-	}
-	defer col.Close()
-	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
-		return fmt.Errorf("creating --state-dir: %w", err)
-	}
-	cache, err := metriccache.New(ctx, o.cacheConfig(), clk)
-	if err != nil {
-		return fmt.Errorf("starting the metric cache: %w", err)
-	}
-	if st := cache.Stats(); st.Samples > 0 {
-		logger.Info("Restored the metric cache from its checkpoint", "samples", st.Samples, "series", st.Series, "oldest", st.Oldest, "newest", st.Newest)
-	}
+	defer src.collector.Close()
 
 	reg := prometheus.NewRegistry()
-	metrics, err := newAgentMetrics(reg, cache)
+	metrics, err := newAgentMetrics(reg, src.cache)
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	metrics.usage.onSample = func(s *collector.Sample) {
-		metrics.podsMissing.Add(float64(s.Stats.PodsMissing))
-		metrics.readErrors.Add(float64(s.Stats.ReadErrors))
-		metrics.counterResets.Add(float64(s.Stats.CounterResets))
-	}
-
-	states := agent.NewStates(o.NodeName, kube, wl, 0)
-	a := agent.New(states, col, cache, clk, o.CollectInterval)
+	states := agent.NewStates(o.NodeName, c.kube, c.waterline, 0)
 	h := newHealth(clk, o.CollectInterval)
-	a.OnCycle = func(took time.Duration, _ int) {
-		metrics.observeCycle(took)
-		h.cycled()
-	}
-	a.OnModuleError = metrics.observeModuleError
-	a.Add(metrics.usage)
+	a := newLoop(o, states, src, clk, metrics, h)
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	recorder, stopRecorder, err := newRecorder(ctx, c.kube, o.NodeName)
+	if err != nil {
 		return err
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	defer broadcaster.Shutdown()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "waterline-agent", Host: o.NodeName})
-
+	defer stopRecorder()
 	rc, err := addModules(a, Deps{
 		NodeName:  o.NodeName,
-		Kube:      kube,
-		Waterline: wl,
+		Kube:      c.kube,
+		Waterline: c.waterline,
 		Clock:     clk,
-		Layout:    layout,
+		Layout:    src.layout,
 		StateDir:  o.StateDir,
 		Recorder:  recorder,
 		Registry:  reg,
 
 		EvictionTimeout:          ptr.To(o.EvictionTimeout),
 		MemoryEvictionsPerMinute: ptr.To(o.MemoryEvictionsPerMinute),
-		QOSMetrics:               qosMetrics,
+		QOSMetrics:               src.qosMetrics,
 	})
 	if err != nil {
 		return err
 	}
+	logger.Info("Modules", "modules", moduleNames(a))
+
+	// Serve health first: a liveness probe must answer while the
+	// informers sync.
+	stopServers, err := startServers(ctx, o, h, reg)
+	if err != nil {
+		return err
+	}
+	defer stopServers()
+
+	stopStates := startStates(ctx, o, states, h)
+	defer stopStates()
+	return runLoop(ctx, o, a, src.cache, c.kube, rc)
+}
+
+// clients are the agent's API clients.
+type clients struct {
+	kube      kubernetes.Interface
+	waterline versioned.Interface
+}
+
+// newClients builds the clients from --kubeconfig (or the in-cluster
+// config), with the agent's QPS and a user agent naming the node.
+func newClients(o *Options) (*clients, error) {
+	cfg, err := cmdutil.RESTConfig(o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	cfg = rest.AddUserAgent(cfg, "waterline-agent/"+o.NodeName)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	wl, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Waterline client: %w", err)
+	}
+	return &clients{kube: kube, waterline: wl}, nil
+}
+
+// sources are what the agent reads the node with.
+type sources struct {
+	layout    *cgroups.Layout
+	collector *collector.Collector
+	cache     *metriccache.Cache
+	// qosMetrics holds the --custom-metrics a NodeQOS rule may name; nil
+	// without the flag.
+	qosMetrics *coreqos.Registry
+}
+
+// openSources detects the cgroup layout, loads --custom-metrics, starts the
+// collector and restores the metric cache from its checkpoint in
+// --state-dir. On an error nothing stays open.
+func openSources(ctx context.Context, o *Options, clk clock.WithTicker) (_ *sources, err error) {
+	logger := klog.FromContext(ctx)
+	layout, err := cgroups.Detect(o.cgroupOptions())
+	if err != nil {
+		return nil, fmt.Errorf("detecting the cgroup layout under --cgroup-root %s: %w", o.CgroupRoot, err)
+	}
+	logger.Info("Cgroup layout", "root", layout.Root(), "version", layout.Version(), "driver", layout.Driver(), "kubepods", layout.KubepodsCgroup())
+	custom, err := o.customMetrics()
+	if err != nil {
+		return nil, fmt.Errorf("--custom-metrics: %w", err)
+	}
+	src := &sources{layout: layout}
+	colCfg := o.collectorConfig()
+	if custom != nil {
+		colCfg.CustomMetrics, src.qosMetrics = custom.Collector, custom.Registry
+		logger.Info("Custom metrics", "file", o.CustomMetrics, "metrics", len(custom.Collector))
+	}
+	if src.collector, err = collector.New(colCfg, layout, clk); err != nil {
+		return nil, fmt.Errorf("starting the collector: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			src.collector.Close()
+		}
+	}()
+	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating --state-dir: %w", err)
+	}
+	if src.cache, err = metriccache.New(ctx, o.cacheConfig(), clk); err != nil {
+		return nil, fmt.Errorf("starting the metric cache: %w", err)
+	}
+	if st := src.cache.Stats(); st.Samples > 0 {
+		logger.Info("Restored the metric cache from its checkpoint", "samples", st.Samples, "series", st.Series, "oldest", st.Oldest, "newest", st.Newest)
+	}
+	return src, nil
+}
+
+// newLoop builds the collect loop, feeding the agent's own metrics and
+// the liveness probe each cycle. The modules are added by addModules.
+func newLoop(o *Options, states *agent.States, src *sources, clk clock.WithTicker, metrics *agentMetrics, h *health) *agent.Agent {
+	metrics.usage.onSample = func(s *collector.Sample) {
+		metrics.podsMissing.Add(float64(s.Stats.PodsMissing))
+		metrics.readErrors.Add(float64(s.Stats.ReadErrors))
+		metrics.counterResets.Add(float64(s.Stats.CounterResets))
+	}
+	a := agent.New(states, src.collector, src.cache, clk, o.CollectInterval)
+	a.OnCycle = func(took time.Duration, _ int) {
+		metrics.observeCycle(took)
+		h.cycled()
+	}
+	a.OnModuleError = metrics.observeModuleError
+	a.Add(metrics.usage)
+	return a
+}
+
+func moduleNames(a *agent.Agent) []string {
 	names := make([]string, 0, len(a.Modules()))
 	for _, m := range a.Modules() {
 		names = append(names, m.Name())
 	}
-	logger.Info("Modules", "modules", names)
+	return names
+}
 
-	// Serve health first: a liveness probe must answer while the
-	// informers sync.
+// newRecorder returns the recorder of the agent's events (source
+// waterline-agent on the node) and the function that flushes and stops it.
+func newRecorder(ctx context.Context, kube kubernetes.Interface, nodeName string) (record.EventRecorder, func(), error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "waterline-agent", Host: nodeName})
+	return recorder, broadcaster.Shutdown, nil
+}
+
+// startServers serves /healthz and /readyz on --health-address and
+// /metrics on --metrics-address (on the health server when both are the
+// same; not at all when it is "0"). They outlive ctx until the returned
+// function stops them, so that probes answer while the agent checkpoints.
+// On an error no server is left running.
+func startServers(ctx context.Context, o *Options, h *health, reg *prometheus.Registry) (func(), error) {
 	var servers sync.WaitGroup
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
-	defer func() {
+	stop := func() {
 		stopServing()
 		servers.Wait()
-	}()
+	}
 	healthMux := http.NewServeMux()
 	h.install(healthMux)
 	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
@@ -232,22 +314,29 @@ func Run(ctx context.Context, o *Options) error {
 		healthMux.Handle("/metrics", metricsHandler)
 	}
 	if err := serve(serveCtx, &servers, "health", o.HealthAddress, healthMux); err != nil {
-		return err
+		stop()
+		return nil, err
 	}
 	if o.MetricsAddress != "0" && !o.sameAddress() {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metricsHandler)
 		if err := serve(serveCtx, &servers, "metrics", o.MetricsAddress, mux); err != nil {
-			return err
+			stop()
+			return nil, err
 		}
 	}
+	return stop, nil
+}
 
-	// Protection starts from what the node knows -- the node snapshot a
-	// previous run saved (its pods, Node, NodeQOS objects) and the cgroup
-	// marks -- without waiting for the API server; the informers take
-	// over once they sync. A restart during an API outage thus keeps
-	// throttling.
-	defer states.Shutdown()
+// startStates starts the node's view of the cluster. Protection starts
+// from what the node knows -- the node snapshot a previous run saved (its
+// pods, Node, NodeQOS objects) and the cgroup marks -- without waiting for
+// the API server; the informers take over once they sync, and the
+// snapshot is saved every snapshotInterval while the view changes. A
+// restart during an API outage thus keeps throttling. The returned
+// function stops the snapshots, then the informers.
+func startStates(ctx context.Context, o *Options, states *agent.States, h *health) func() {
+	logger := klog.FromContext(ctx)
 	snapPath := filepath.Join(o.StateDir, agent.NodeSnapshotFile)
 	if err := states.UseSnapshot(snapPath); err != nil {
 		logger.Error(err, "Starting without the node snapshot; node protection waits for the API server")
@@ -264,13 +353,19 @@ func Run(ctx context.Context, o *Options) error {
 		defer close(snapDone)
 		states.RunSnapshots(snapCtx, snapshotInterval)
 	}()
-	defer func() {
+	return func() {
 		stopSnap()
 		<-snapDone
-	}()
+		states.Shutdown()
+	}
+}
 
-	// The cache checkpoints on its own context, ended only after the loop
-	// stopped, so the final checkpoint holds the last cycle's sample.
+// runLoop runs the collect loop until ctx ends. The cache checkpoints on
+// its own context, ended only after the loop stopped, so the final
+// checkpoint holds the last cycle's sample. With --release-on-uninstall
+// the cgroup changes are released when the agent is being uninstalled.
+func runLoop(ctx context.Context, o *Options, a *agent.Agent, cache *metriccache.Cache, kube kubernetes.Interface, rc *resctl.Reconciler) error {
+	logger := klog.FromContext(ctx)
 	cacheCtx, stopCache := context.WithCancel(context.WithoutCancel(ctx))
 	cacheDone := make(chan struct{})
 	go func() {

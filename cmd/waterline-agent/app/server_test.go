@@ -17,6 +17,7 @@ limitations under the License.
 package app
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -106,5 +108,60 @@ func TestUsageGaugesFollowTheLatestSample(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(u, "waterline_agent_node_cpu_usage_cores"); n != 1 {
 		t.Errorf("node CPU gauges: %d, want 1", n)
+	}
+}
+
+// TestStartServersLeavesNothingOnError: when the metrics port is taken the
+// agent fails to start, and the health server it had already started is
+// stopped, its port free again for the restart.
+func TestStartServersLeavesNothingOnError(t *testing.T) {
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthAddr := free.Addr().String()
+	if err := free.Close(); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+
+	o := NewOptions()
+	o.HealthAddress, o.MetricsAddress = healthAddr, taken.Addr().String()
+	h := newHealth(testingclock.NewFakeClock(time.Now()), time.Second)
+	stop, err := startServers(t.Context(), o, h, prometheus.NewRegistry())
+	if err == nil {
+		stop()
+		t.Fatal("startServers succeeded with the metrics port taken")
+	}
+	if !strings.Contains(err.Error(), "listening for metrics on "+o.MetricsAddress) {
+		t.Errorf("error %q does not name the metrics address", err)
+	}
+	l, err := net.Listen("tcp", healthAddr)
+	if err != nil {
+		t.Fatalf("the health port is still held after the failed start: %v", err)
+	}
+	l.Close()
+
+	// Both free: the health server answers until stopped.
+	o.MetricsAddress = "0"
+	stop, err = startServers(t.Context(), o, h, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + healthAddr + "/healthz")
+	if err != nil {
+		t.Fatalf("GET /healthz: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz = %d, want 200", resp.StatusCode)
+	}
+	stop()
+	if _, err := http.Get("http://" + healthAddr + "/healthz"); err == nil {
+		t.Error("the health server still answers after stop")
 	}
 }

@@ -18,10 +18,8 @@ package qos
 
 import (
 	"cmp"
-	"fmt"
 	"regexp"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -30,12 +28,9 @@ import (
 // MaxCustomMetricThreshold is the highest rule threshold of a custom metric,
 // in the metric's own unit: far below what int64 holds, so no conversion
 // wraps.
-const MaxCustomMetricThreshold = "1E"
+const MaxCustomMetricThreshold = v1alpha1.MaxCustomMetricThreshold
 
-var (
-	maxCustomThreshold = resource.MustParse(MaxCustomMetricThreshold)
-	customNameRE       = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
-)
+var customNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
 // CustomMetricAttributes are the attributes a user gives a metric of their
 // own (docs/design/node-qos.md#custom-metrics). Throttling acts on CPU
@@ -103,12 +98,8 @@ func MetricSorter(m MetricName) Sorter {
 }
 
 // customRuleValue converts the threshold of a rule on a registered custom
-// metric: the metric's own unit, rounded up to an integer, at most
-// MaxCustomMetricThreshold.
-func customRuleValue(r *v1alpha1.WaterlineRule, _ Metric) (int64, error) {
-	t := r.Threshold
-	if t.Cmp(maxCustomThreshold) > 0 {
-		return 0, fmt.Errorf("must not be above %s", MaxCustomMetricThreshold)
-	}
-	return max(1, t.Value()), nil
+// metric: the metric's own unit, rounded up to an integer. The validation
+// bounded it by MaxCustomMetricThreshold, so it does not wrap.
+func customRuleValue(r *v1alpha1.WaterlineRule) int64 {
+	return max(1, r.Threshold.Value())
 }

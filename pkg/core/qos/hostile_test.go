@@ -76,17 +76,17 @@ func TestBuildWaterlinesRefusesHostileObjects(t *testing.T) {
 				rule("throttle", v1alpha1.MetricCPUUsage, v1alpha1.ActionThrottle, "8"),
 				rule("evict", v1alpha1.MetricCPUUsage, v1alpha1.ActionEvict, "6"),
 			}
-		}, "Evict cpu_usage 6000"},
+		}, `rules[1].threshold: Invalid value: "6": an Evict rule's threshold must be above the Throttle threshold of the same metric (rule "throttle" at 8)`},
 		{"forbid rule above evict rule", func(s *v1alpha1.NodeQOSSpec) {
 			s.Rules = []v1alpha1.WaterlineRule{
 				rule("forbid", v1alpha1.MetricMemoryUtilization, v1alpha1.ActionForbidScheduling, "95"),
 				rule("evict", v1alpha1.MetricMemoryUtilization, v1alpha1.ActionEvict, "90"),
 			}
-		}, "ForbidScheduling memory_usage"},
+		}, `rules[1].threshold: Invalid value: "90": an Evict rule's threshold must be above the ForbidScheduling threshold of the same metric (rule "forbid" at 95)`},
 		{"cpu.throttlePercent 80 with an evict rule at 20%", func(s *v1alpha1.NodeQOSSpec) {
 			s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: ptr.To[int32](80)}
 			s.Rules = []v1alpha1.WaterlineRule{rule("evict", v1alpha1.MetricCPUUtilization, v1alpha1.ActionEvict, "20")}
-		}, "Evict cpu_usage 2000"},
+		}, `rules[0].threshold: Invalid value: "20": a cpu_utilization Evict rule must be above cpu.throttlePercent (80)`},
 		{"cpu_usage throttle rule above a cpu_utilization evict rule (only the capacity shows it)", func(s *v1alpha1.NodeQOSSpec) {
 			s.Rules = []v1alpha1.WaterlineRule{
 				rule("throttle", v1alpha1.MetricCPUUsage, v1alpha1.ActionThrottle, "8"),

@@ -25,12 +25,12 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/apis/v1alpha1/validation"
 )
 
 // Action is what the planner does about a waterline.
@@ -215,8 +215,8 @@ func (w *Waterlines) Validate(reg *Registry) field.ErrorList {
 		if l.Value < 0 {
 			errs = append(errs, field.Invalid(p.Child("value"), l.Value, "must not be negative"))
 		}
-		errs = append(errs, validateCount(p.Child("avoidanceCount"), l.AvoidanceCount)...)
-		errs = append(errs, validateCount(p.Child("restoreCount"), l.RestoreCount)...)
+		errs = append(errs, validation.ValidateSampleCount(p.Child("avoidanceCount"), l.AvoidanceCount)...)
+		errs = append(errs, validation.ValidateSampleCount(p.Child("restoreCount"), l.RestoreCount)...)
 		if l.Action == ActionThrottleDown {
 			if up, ok := w.Line(ActionThrottleUp, l.Metric); ok && up.Value > l.Value {
 				errs = append(errs, field.Invalid(p.Child("value"), l.Value,
@@ -227,9 +227,9 @@ func (w *Waterlines) Validate(reg *Registry) field.ErrorList {
 	if err := w.CheckOrder(); err != nil {
 		errs = append(errs, field.Invalid(path.Child("lines"), len(w.Lines), err.Error()))
 	}
-	errs = append(errs, validateThrottle(path.Child("throttle"), w.Throttle.StepPercent, w.Throttle.MinCPUPercent)...)
+	errs = append(errs, validation.ValidateThrottleTuning(path.Child("throttle"), w.Throttle.StepPercent, w.Throttle.MinCPUPercent)...)
 	e := w.CPUEviction
-	errs = append(errs, validateCPUEviction(path.Child("cpuEviction"), e.WindowSeconds,
+	errs = append(errs, validation.ValidateCPUEvictionTuning(path.Child("cpuEviction"), e.WindowSeconds,
 		e.SatisfactionLowerPercent, e.SatisfactionUpperPercent, e.BEUsageThresholdPercent)...)
 	return errs
 }
@@ -332,25 +332,36 @@ func BuildWaterlines(nqs []*v1alpha1.NodeQOS, capacity Capacity) (*Waterlines, f
 // Throttle rule needs a throttleable metric and an Evict rule an evictable
 // one. A rule on a metric reg does not hold is an error naming it, and its
 // NodeQOS is left out like any invalid one.
+//
+// Each NodeQOS is first validated on its own
+// (validation.ValidateNodeQOSSpec: what the CRD schema also refuses, plus
+// the custom metrics reg holds), then converted; the conversion adds the
+// errors only this node shows (see linesOf) and those of the object's own
+// lines out of order here.
 func BuildWaterlinesWithRegistry(nqs []*v1alpha1.NodeQOS, capacity Capacity, reg *Registry) (*Waterlines, field.ErrorList) {
 	sorted := slices.Clone(nqs)
 	sorted = slices.DeleteFunc(sorted, func(nq *v1alpha1.NodeQOS) bool { return nq == nil })
 	slices.SortStableFunc(sorted, func(a, b *v1alpha1.NodeQOS) int { return cmp.Compare(a.Name, b.Name) })
 
 	w := NewWaterlines(capacity)
+	opts := validationOptions(reg)
 	var errs field.ErrorList
 	// throttleSet: some NodeQOS with a throttle line gave the tuning; a
 	// later one overrides it only by winning the cpu_usage throttle line.
 	throttleSet := false
 	for _, nq := range sorted {
-		spec := v1alpha1.NodeQOSSpecWithDefaults(&nq.Spec)
 		path := field.NewPath("nodeQOS").Key(nq.Name).Child("spec")
-		lines, lineErrs := linesOf(&nq.Spec, spec, capacity, reg, path)
+		if specErrs := validation.ValidateNodeQOSSpec(&nq.Spec, path, opts); len(specErrs) > 0 {
+			errs = append(errs, specErrs...)
+			continue
+		}
+		spec := v1alpha1.NodeQOSSpecWithDefaults(&nq.Spec)
+		lines, lineErrs := linesOf(spec, capacity, reg, path)
 		if len(lineErrs) == 0 {
-			// An object whose own lines are out of order (a rule's evict
-			// line under spec.cpu's throttle line, a cpu_usage rule above a
-			// cpu_utilization one on this node) is as invalid as a bad
-			// field; only the node's capacity shows some of these.
+			// An object whose own lines are out of order on this node (a
+			// cpu_usage rule above a cpu_utilization one, two percents
+			// that round to the same line) is as invalid as a bad field;
+			// the validation caught what the spec alone shows.
 			own := NewWaterlines(capacity)
 			for _, l := range lines {
 				own.Add(l)
@@ -388,27 +399,33 @@ func BuildWaterlinesWithRegistry(nqs []*v1alpha1.NodeQOS, capacity Capacity, reg
 	return w, errs
 }
 
-// linesOf converts one defaulted NodeQOS spec into lines, or returns every
-// error in it. orig is the spec as written, so that a rule count inherited
-// from an invalid spec-level count is reported once, at the spec level.
-func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, reg *Registry, path *field.Path) ([]Line, field.ErrorList) {
-	var errs field.ErrorList
-	avoid, restore := *spec.AvoidanceCount, *spec.RestoreCount
-	errs = append(errs, validateCount(path.Child("avoidanceCount"), avoid)...)
-	errs = append(errs, validateCount(path.Child("restoreCount"), restore)...)
-	errs = append(errs, validateThrottle(path.Child("throttle"), *spec.Throttle.StepPercent, *spec.Throttle.MinCPUPercent)...)
-	e := spec.CPUEviction
-	errs = append(errs, validateCPUEviction(path.Child("cpuEviction"), *e.WindowSeconds,
-		*e.SatisfactionLowerPercent, *e.SatisfactionUpperPercent, *e.BEUsageThresholdPercent)...)
-	if m := spec.Eviction.MaxPerMinute; m != nil && (*m < 1 || *m > v1alpha1.MaxEvictionsPerMinute) {
-		errs = append(errs, field.Invalid(path.Child("eviction", "maxPerMinute"), *m,
-			fmt.Sprintf("must be between 1 and %d", v1alpha1.MaxEvictionsPerMinute)))
+// validationOptions tells the validation which custom metrics reg holds,
+// in reg's order.
+func validationOptions(reg *Registry) validation.NodeQOSOptions {
+	var opts validation.NodeQOSOptions
+	if reg == nil {
+		return opts
 	}
-	if g := spec.Eviction.GracePeriodSeconds; g != nil && *g < 0 {
-		errs = append(errs, field.Invalid(path.Child("eviction", "gracePeriodSeconds"), *g, "must not be negative"))
+	for _, m := range reg.Metrics() {
+		// cpu_usage and memory_usage are built in (MetricCPU, MetricMemory).
+		if validation.IsBuiltinRuleMetric(v1alpha1.QOSMetric(m.Name)) {
+			continue
+		}
+		opts.CustomMetrics = append(opts.CustomMetrics, validation.CustomMetric{
+			Name: v1alpha1.QOSMetric(m.Name), Throttleable: m.Throttleable, Evictable: m.Evictable})
 	}
+	return opts
+}
 
+// linesOf converts one valid (validation.ValidateNodeQOSSpec), defaulted
+// NodeQOS spec into lines in absolute units. Its errors are the ones only
+// the node shows: a percent waterline or a utilization rule when the
+// node's capacity is unknown (0), or one that rounds to a line at 0 on a
+// node this small.
+func linesOf(spec *v1alpha1.NodeQOSSpec, capacity Capacity, reg *Registry, path *field.Path) ([]Line, field.ErrorList) {
+	var errs field.ErrorList
 	var lines []Line
+	avoid, restore := *spec.AvoidanceCount, *spec.RestoreCount
 	// The path names the NodeQOS: nodeQOS[name].spec.cpu.throttlePercent=70.
 	source := func(f string, v any) string { return fmt.Sprintf("%s=%v", f, v) }
 	// percentLine converts a first-class percent waterline; it is the only
@@ -417,19 +434,9 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, reg *Registry,
 		if pct == nil {
 			return Line{}, false
 		}
-		ok := true
-		if *pct < 1 || *pct > 100 {
-			// 0 would act on an idle node: every Batch pod throttled or
-			// evicted at once.
-			errs = append(errs, field.Invalid(p, *pct, "must be between 1 and 100"))
-			ok = false
-		}
 		if capacityOf <= 0 {
 			errs = append(errs, field.Invalid(p, *pct,
 				fmt.Sprintf("a percent waterline needs the node's %s capacity, which is %d", capField, capacityOf)))
-			ok = false
-		}
-		if !ok {
 			return Line{}, false
 		}
 		value := percentOf(capacityOf, int64(*pct)*1000)
@@ -466,7 +473,6 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, reg *Registry,
 		// The window of spec.cpuEviction is the CPU evict line's debounce, so
 		// the line itself needs one sample.
 		percentLine(ActionEvict, MetricCPU, p.Child("evictPercent"), c.EvictPercent, capacity.CPUMilli, "cpu", 1, 1)
-		errs = append(errs, validateOrder(p, c)...)
 	}
 	if m := spec.Memory; m != nil {
 		p := path.Child("memory")
@@ -475,46 +481,15 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, reg *Registry,
 		// whatever the kernel picks, Prod included
 		// (docs/design/node-qos.md#cpu-and-memory).
 		percentLine(ActionEvict, MetricMemory, p.Child("evictPercent"), m.EvictPercent, capacity.MemoryBytes, "memory", 1, 1)
-		if m.EvictPercent != nil && m.ForbidSchedulingPercent != nil && *m.EvictPercent <= *m.ForbidSchedulingPercent {
-			errs = append(errs, field.Invalid(p.Child("evictPercent"), *m.EvictPercent, "must be greater than forbidSchedulingPercent"))
-		}
 	}
 
-	seen := map[string]bool{}
 	for i := range spec.Rules {
 		r := &spec.Rules[i]
 		p := path.Child("rules").Index(i)
-		if r.Name == "" {
-			errs = append(errs, field.Required(p.Child("name"), "a rule needs a name"))
-		} else if seen[r.Name] {
-			errs = append(errs, field.Duplicate(p.Child("name"), r.Name))
-		}
-		seen[r.Name] = true
-		if orig.Rules[i].AvoidanceCount != nil {
-			errs = append(errs, validateCount(p.Child("avoidanceCount"), *r.AvoidanceCount)...)
-		}
-		if orig.Rules[i].RestoreCount != nil {
-			errs = append(errs, validateCount(p.Child("restoreCount"), *r.RestoreCount)...)
-		}
-		metric, value, err := ruleValue(r, capacity)
-		custom, isCustom := customOf(reg, r.Metric)
-		if metric == "" && isCustom {
-			metric = custom.Name
-			if err == nil {
-				value, err = customRuleValue(r, custom)
-			}
-			switch {
-			case r.Action == v1alpha1.ActionThrottle && !custom.Throttleable:
-				errs = append(errs, field.Invalid(p.Child("action"), r.Action, fmt.Sprintf("metric %s is not throttleable", r.Metric)))
-			case r.Action == v1alpha1.ActionEvict && !custom.Evictable:
-				errs = append(errs, field.Invalid(p.Child("action"), r.Action, fmt.Sprintf("metric %s is not evictable", r.Metric)))
-			}
-		}
+		metric, value, err := ruleValue(r, capacity, reg, p)
 		if err != nil {
-			errs = append(errs, field.Invalid(p.Child("threshold"), r.Threshold.String(), err.Error()))
-		}
-		if metric == "" {
-			errs = append(errs, field.NotSupported(p.Child("metric"), r.Metric, knownRuleMetrics(reg)))
+			errs = append(errs, err)
+			continue
 		}
 		var actions []Action
 		switch r.Action {
@@ -525,12 +500,6 @@ func linesOf(orig, spec *v1alpha1.NodeQOSSpec, capacity Capacity, reg *Registry,
 			actions = []Action{ActionThrottleDown, ActionThrottleUp}
 		case v1alpha1.ActionEvict:
 			actions = []Action{ActionEvict}
-		default:
-			errs = append(errs, field.NotSupported(p.Child("action"), r.Action, []v1alpha1.QOSAction{
-				v1alpha1.ActionForbidScheduling, v1alpha1.ActionThrottle, v1alpha1.ActionEvict}))
-		}
-		if err != nil || metric == "" {
-			continue
 		}
 		for _, a := range actions {
 			lines = append(lines, Line{
@@ -554,68 +523,42 @@ func customOf(reg *Registry, m v1alpha1.QOSMetric) (Metric, bool) {
 	return reg.Get(MetricName(m))
 }
 
-// knownRuleMetrics lists the rule metrics a NodeQOS may name with reg.
-func knownRuleMetrics(reg *Registry) []string {
-	out := []string{string(v1alpha1.MetricCPUUsage), string(v1alpha1.MetricCPUUtilization), string(v1alpha1.MetricMemoryUsage), string(v1alpha1.MetricMemoryUtilization)}
-	if reg != nil {
-		for _, m := range reg.Metrics() {
-			if m.Name != MetricCPU && m.Name != MetricMemory {
-				out = append(out, string(m.Name))
-			}
-		}
-	}
-	return out
-}
-
-// ruleValue converts a rule's threshold into its metric's absolute unit.
-func ruleValue(r *v1alpha1.WaterlineRule, capacity Capacity) (MetricName, int64, error) {
+// ruleValue converts the threshold of rule r (at path p) into its metric's
+// absolute unit. The threshold is within its bounds (the validation
+// checked them on the quantity, so MilliValue and Value cannot wrap).
+func ruleValue(r *v1alpha1.WaterlineRule, capacity Capacity, reg *Registry, p *field.Path) (MetricName, int64, *field.Error) {
 	t := r.Threshold
-	if t.Sign() <= 0 {
-		// A line at 0 is crossed by any usage: every Batch pod acted on.
-		return metricOfRule(r.Metric), 0, fmt.Errorf("must be greater than 0")
-	}
-	// Bounds are checked on the quantity, before any conversion: MilliValue
-	// and Value wrap or saturate past int64 (10E of memory_usage became a
-	// line at 0).
 	switch r.Metric {
 	case v1alpha1.MetricCPUUsage:
-		if t.Cmp(maxCPUUsageThreshold) > 0 {
-			return MetricCPU, 0, fmt.Errorf("must not be above %s cores", v1alpha1.MaxCPUUsageThreshold)
-		}
 		// Sub-millicore thresholds round up, never down to a line at 0.
 		return MetricCPU, max(1, t.MilliValue()), nil
 	case v1alpha1.MetricMemoryUsage:
-		if t.Cmp(maxMemoryUsageThreshold) > 0 {
-			return MetricMemory, 0, fmt.Errorf("must not be above %s bytes", v1alpha1.MaxMemoryUsageThreshold)
-		}
 		return MetricMemory, max(1, t.Value()), nil
 	case v1alpha1.MetricCPUUtilization, v1alpha1.MetricMemoryUtilization:
 		m := metricOfRule(r.Metric)
-		capacityOf := capacity.CPUMilli
+		capacityOf, capField := capacity.CPUMilli, "cpu"
 		if m == MetricMemory {
-			capacityOf = capacity.MemoryBytes
+			capacityOf, capField = capacity.MemoryBytes, "memory"
 		}
-		if t.Cmp(maxUtilization) > 0 {
-			return m, 0, fmt.Errorf("a utilization is a percent and must not be above 100")
-		}
-		milliPct := t.MilliValue()
 		if capacityOf <= 0 {
-			return m, 0, fmt.Errorf("a utilization needs the node's %s capacity, which is %d", strings.TrimSuffix(string(m), "_usage"), capacityOf)
+			return m, 0, field.Invalid(p.Child("threshold"), t.String(),
+				fmt.Sprintf("a utilization needs the node's %s capacity, which is %d", capField, capacityOf))
 		}
-		v := percentOf(capacityOf, milliPct)
+		v := percentOf(capacityOf, t.MilliValue())
 		if v <= 0 {
-			return m, 0, fmt.Errorf("is a line at 0 on a node whose %s capacity is %d", strings.TrimSuffix(string(m), "_usage"), capacityOf)
+			return m, 0, field.Invalid(p.Child("threshold"), t.String(),
+				fmt.Sprintf("is a line at 0 on a node whose %s capacity is %d", capField, capacityOf))
 		}
 		return m, v, nil
 	}
-	return "", 0, nil
+	custom, ok := customOf(reg, r.Metric)
+	if !ok {
+		// The validation refuses such a rule; a caller that skipped it
+		// still gets no line on a metric nobody measures.
+		return "", 0, field.Invalid(p.Child("metric"), r.Metric, "is not a metric of the registry")
+	}
+	return custom.Name, customRuleValue(r), nil
 }
-
-var (
-	maxCPUUsageThreshold    = resource.MustParse(v1alpha1.MaxCPUUsageThreshold)
-	maxMemoryUsageThreshold = resource.MustParse(v1alpha1.MaxMemoryUsageThreshold)
-	maxUtilization          = resource.MustParse("100")
-)
 
 func metricOfRule(m v1alpha1.QOSMetric) MetricName {
 	switch m {
@@ -643,71 +586,6 @@ func percentOf(capacity, milliPercent int64) int64 {
 		return math.MaxInt64
 	}
 	return int64(q)
-}
-
-func validateOrder(p *field.Path, c *v1alpha1.CPUWaterlines) field.ErrorList {
-	var errs field.ErrorList
-	if c.RestorePercent != nil {
-		switch {
-		case c.ThrottlePercent == nil:
-			errs = append(errs, field.Invalid(p.Child("restorePercent"), *c.RestorePercent, "needs throttlePercent"))
-		case *c.RestorePercent > *c.ThrottlePercent:
-			errs = append(errs, field.Invalid(p.Child("restorePercent"), *c.RestorePercent,
-				fmt.Sprintf("must not be above throttlePercent (%d)", *c.ThrottlePercent)))
-		}
-	}
-	if c.EvictPercent != nil && c.ThrottlePercent != nil && *c.EvictPercent <= *c.ThrottlePercent {
-		errs = append(errs, field.Invalid(p.Child("evictPercent"), *c.EvictPercent,
-			fmt.Sprintf("must be greater than throttlePercent (%d)", *c.ThrottlePercent)))
-	}
-	if c.ThrottlePercent != nil && c.ForbidSchedulingPercent != nil && *c.ThrottlePercent < *c.ForbidSchedulingPercent {
-		errs = append(errs, field.Invalid(p.Child("throttlePercent"), *c.ThrottlePercent,
-			fmt.Sprintf("must be at least forbidSchedulingPercent (%d)", *c.ForbidSchedulingPercent)))
-	}
-	if c.EvictPercent != nil && c.ForbidSchedulingPercent != nil && *c.EvictPercent <= *c.ForbidSchedulingPercent {
-		errs = append(errs, field.Invalid(p.Child("evictPercent"), *c.EvictPercent,
-			fmt.Sprintf("must be greater than forbidSchedulingPercent (%d)", *c.ForbidSchedulingPercent)))
-	}
-	return errs
-}
-
-func validateCount(p *field.Path, n int32) field.ErrorList {
-	if n < 1 || n > 100 {
-		return field.ErrorList{field.Invalid(p, n, "must be between 1 and 100")}
-	}
-	return nil
-}
-
-func validateThrottle(p *field.Path, step, minCPU int32) field.ErrorList {
-	var errs field.ErrorList
-	if step < 1 || step > 100 {
-		errs = append(errs, field.Invalid(p.Child("stepPercent"), step, "must be between 1 and 100"))
-	}
-	if minCPU < 1 || minCPU > 100 {
-		errs = append(errs, field.Invalid(p.Child("minCPUPercent"), minCPU, "must be between 1 and 100"))
-	}
-	return errs
-}
-
-func validateCPUEviction(p *field.Path, window int64, lower, upper, threshold int32) field.ErrorList {
-	var errs field.ErrorList
-	if window < 1 || window > 3600 {
-		errs = append(errs, field.Invalid(p.Child("windowSeconds"), window, "must be between 1 and 3600"))
-	}
-	if lower < 0 || lower > 100 {
-		errs = append(errs, field.Invalid(p.Child("satisfactionLowerPercent"), lower, "must be between 0 and 100"))
-	}
-	if upper < 0 || upper > 1000 {
-		errs = append(errs, field.Invalid(p.Child("satisfactionUpperPercent"), upper, "must be between 0 and 1000"))
-	}
-	if lower > upper {
-		errs = append(errs, field.Invalid(p.Child("satisfactionLowerPercent"), lower,
-			fmt.Sprintf("must not be above satisfactionUpperPercent (%d)", upper)))
-	}
-	if threshold < 0 || threshold > 100 {
-		errs = append(errs, field.Invalid(p.Child("beUsageThresholdPercent"), threshold, "must be between 0 and 100"))
-	}
-	return errs
 }
 
 // NodeUsage is the node's latest usage per metric, in each metric's unit. A
