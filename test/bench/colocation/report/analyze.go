@@ -21,6 +21,8 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+
+	"github.com/waterline-dev/waterline/pkg/sim"
 )
 
 var (
@@ -189,7 +191,7 @@ func Summarize(r *Results) []Row {
 		if run.Scenario == BatchAlone {
 			batchAlone[run.Round] = run
 		}
-		if run.Scenario == Waterline || run.Scenario == WaterlineNoThrottle {
+		if run.Scenario == Waterline || run.Scenario == WaterlineNoThrottle || run.Scenario == WaterlineMemory {
 			run.Effects = MeasureOverAction(run.Samples, run.Actions, DefaultOverActionWindows)
 		}
 		k := key{run.Scenario, run.Load}
@@ -218,7 +220,7 @@ func Summarize(r *Results) []Row {
 					}
 				}
 				units = append(units, float64(run.BatchUnits))
-				if b := batchAlone[run.Round]; b != nil && b.BatchUnits > 0 && sc != Alone {
+				if b := batchAlone[run.Round]; b != nil && b.BatchUnits > 0 && CPUScenarios[sc] {
 					shares = append(shares, float64(run.BatchUnits)/float64(b.BatchUnits))
 				}
 				for _, s := range run.Samples {
@@ -302,18 +304,25 @@ type CalibrationPoint struct {
 
 // CalibrationBin is the median slowdown for Batch CPU in [Lo, Hi) cores.
 type CalibrationBin struct {
-	Lo, Hi      float64
+	Lo          float64 `json:"lo"`
+	Hi          float64 `json:"hi"`
 	Windows     int     `json:"windows"`
 	MedianRatio float64 `json:"medianRatio"`
 	P90Ratio    float64 `json:"p90Ratio"`
 }
 
 // Calibration is Prod slowdown as a function of co-running Batch CPU, for
-// the simulator: per 1 s window of the steady-load runs.
+// the simulator (pkg/sim reads it: waterline sim --calibration): per 1 s
+// window of the steady-load runs of the CPU scenarios.
 type Calibration struct {
 	NodeCPUs int                `json:"nodeCPUs"`
 	Points   []CalibrationPoint `json:"points"`
 	Bins     []CalibrationBin   `json:"bins"`
+	// Interference is the simulator's harm model fitted to Points
+	// (sim.Calibration.FitInterference); nil when the run had too few
+	// windows, InterferenceError then says why.
+	Interference      *sim.InterferenceFit `json:"interference,omitempty"`
+	InterferenceError string               `json:"interferenceError,omitempty"`
 }
 
 // Calibrate pairs each steady-load window's Prod p99 with the Batch CPU
@@ -334,7 +343,7 @@ func Calibrate(r *Results, binWidth float64) Calibration {
 	}
 	for _, run := range r.Runs {
 		base := aloneP99[run.Round]
-		if run.Load != Steady || run.Prod == nil || run.Scenario == Alone || !(base > 0) {
+		if run.Load != Steady || run.Prod == nil || !CPUScenarios[run.Scenario] || !(base > 0) {
 			continue
 		}
 		for _, w := range run.Prod.Windows {
@@ -375,6 +384,15 @@ func Calibrate(r *Results, binWidth float64) Calibration {
 		sort.Float64s(rs)
 		cal.Bins = append(cal.Bins, CalibrationBin{Lo: float64(i) * binWidth, Hi: float64(i+1) * binWidth, Windows: len(rs),
 			MedianRatio: median(rs), P90Ratio: rs[min(len(rs)-1, int(math.Ceil(0.9*float64(len(rs))))-1)]})
+	}
+	sc := sim.Calibration{NodeCPUs: cal.NodeCPUs}
+	for _, p := range cal.Points {
+		sc.Points = append(sc.Points, sim.CalibrationPoint{Scenario: p.Scenario, BatchCores: p.BatchCores, ProdCores: p.ProdCores, P99Ratio: p.P99Ratio})
+	}
+	if fit, err := sc.FitInterference(); err != nil {
+		cal.InterferenceError = err.Error()
+	} else {
+		cal.Interference = &fit
 	}
 	return cal
 }

@@ -38,13 +38,23 @@ const (
 	// WaterlineNoThrottle: Waterline with the throttle lines off
 	// (forbid-scheduling and eviction only).
 	WaterlineNoThrottle = "waterline-nothrottle"
+	// WaterlineMemory: Waterline with Batch pods whose memory grows past
+	// the node's memory evict line: the agent evicts them through the
+	// Eviction API. Its Batch pods differ from the other scenarios', so
+	// it has no share of batch-alone.
+	WaterlineMemory = "waterline-memory"
 	// BatchAlone: the Batch pods only, no Prod load: what the node gives
 	// Batch when nobody else wants it.
 	BatchAlone = "batch-alone"
 )
 
 // Scenarios lists the scenarios in report order.
-var Scenarios = []string{Alone, Kubernetes, Waterline, WaterlineNoThrottle, BatchAlone}
+var Scenarios = []string{Alone, Kubernetes, Waterline, WaterlineNoThrottle, WaterlineMemory, BatchAlone}
+
+// CPUScenarios are the scenarios whose Batch pods are the CPU and
+// cache burners: the ones a share of batch-alone and the calibration
+// compare.
+var CPUScenarios = map[string]bool{Kubernetes: true, Waterline: true, WaterlineNoThrottle: true, BatchAlone: true}
 
 // Load shapes.
 const (
@@ -114,6 +124,10 @@ type Sample struct {
 	Node  float64 `json:"node"`
 	Prod  float64 `json:"prod"`
 	Batch float64 `json:"batch"`
+	// BatchMemory is the Batch pods' memory (their cgroups' usage) and
+	// NodeMemory the node's pods', in bytes, at the end of the interval.
+	BatchMemory int64 `json:"batchMemory,omitempty"`
+	NodeMemory  int64 `json:"nodeMemory,omitempty"`
 	// Machine is the whole machine's busy CPU (/proc/stat): the node, the
 	// load generator, the control plane and anything else running.
 	Machine float64 `json:"machine"`
