@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -158,6 +159,50 @@ func TestBurnersReportProgress(t *testing.T) {
 	}
 }
 
+// TestMemBurnerGrows: with a ramp the mem burner's memory grows from one
+// chunk to its buffer size, as a job whose memory grows (the memory
+// pressure scenario's Batch pods), and its units count the same work
+// whatever the buffer's size.
+func TestMemBurnerGrows(t *testing.T) {
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	base := heap()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan int64)
+	go func() {
+		units, _ := RunBurner(ctx, BurnerConfig{Kind: KindMem, Threads: 1, MemBytes: 128 << 20, Ramp: 400 * time.Millisecond})
+		done <- units
+	}()
+	time.Sleep(50 * time.Millisecond)
+	early := heap() - base
+	// Generous: the machine may be busy, and growth waits for a pass.
+	deadline := time.Now().Add(10 * time.Second)
+	var late uint64
+	for time.Now().Before(deadline) {
+		if late = heap() - base; late >= 112<<20 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	units := <-done
+	if early > 48<<20 {
+		t.Errorf("%d MiB held 50ms into a 400ms ramp to 128 MiB, want at most 3 chunks of 16", early>>20)
+	}
+	// Heap accounting moves by a few MiB of the test's own garbage: at
+	// least 7 of the 8 chunks.
+	if late < 112<<20 {
+		t.Errorf("%d MiB held after the ramp, want about the whole 128 MiB", late>>20)
+	}
+	if units == 0 {
+		t.Error("no unit done")
+	}
+}
+
 func TestBurnerConfigErrors(t *testing.T) {
 	for _, c := range []struct {
 		cfg  BurnerConfig
@@ -167,6 +212,7 @@ func TestBurnerConfigErrors(t *testing.T) {
 		{BurnerConfig{Kind: KindCPU}, "threads 0"},
 		{BurnerConfig{Kind: KindMem, Threads: 1, MemBytes: 10}, "mem-bytes 10"},
 		{BurnerConfig{Kind: KindCPU, Threads: 1, Interval: time.Millisecond}, "interval 1ms"},
+		{BurnerConfig{Kind: KindMem, Threads: 1, Ramp: -time.Second}, "ramp -1s"},
 	} {
 		if _, err := RunBurner(t.Context(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("RunBurner(%+v) = %v, want an error naming %q", c.cfg, err, c.want)
