@@ -30,6 +30,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/core/colocation"
 	"github.com/waterline-dev/waterline/test/bench/colocation/report"
 	"github.com/waterline-dev/waterline/test/bench/colocation/workload"
 )
@@ -127,8 +129,10 @@ func TestProgressOf(t *testing.T) {
 // and are probed on loopback, use the host network, and the Batch pods
 // are Batch only under Waterline.
 func TestPodsKeepTrafficOnLoopback(t *testing.T) {
-	env := Env{Namespace: "ns", Image: "img", BinaryDir: "/opt/colobench", Node: Node{Name: "n1"}}
-	plan := Plan{ProdCPU: time.Millisecond, ProdPort: 18080, ProdRequest: "1", ProdLimit: "2", Batch: []BatchPod{{Kind: "cpu", Threads: 1}}}
+	env := Env{Namespace: "ns", BatchNamespace: "batch-ns", Image: "img", BinaryDir: "/opt/colobench", Node: Node{Name: "n1"}}
+	plan := Plan{ProdCPU: time.Millisecond, ProdPort: 18080, ProdRequest: "1", ProdLimit: "2",
+		Batch:       []BatchPod{{Kind: "cpu", Threads: 1, CPU: "400m", Memory: "128Mi"}},
+		MemoryBatch: []BatchPod{{Kind: "mem", Threads: 1, CPU: "400m", Memory: "128Mi", MemBytes: 1 << 20, Ramp: 5 * time.Second}}}
 	p := prodPod(env, plan, 3)
 	c := p.Spec.Containers[0]
 	if !p.Spec.HostNetwork || p.Spec.NodeName != "n1" || c.ReadinessProbe.HTTPGet.Host != "127.0.0.1" ||
@@ -145,26 +149,58 @@ func TestPodsKeepTrafficOnLoopback(t *testing.T) {
 		t.Errorf("prod resources %v", c.Resources)
 	}
 
-	for _, c := range []struct {
-		scenario string
-		band     extension.Band
-		qos      corev1.PodQOSClass
-	}{
-		{report.Kubernetes, extension.BandProd, corev1.PodQOSBestEffort}, // no priority: what Kubernetes alone knows
-		{report.Waterline, extension.BandBatch, corev1.PodQOSBestEffort},
-		{report.WaterlineNoThrottle, extension.BandBatch, corev1.PodQOSBestEffort},
-	} {
-		b := batchPodSpec(env, plan, c.scenario, "/tmp/run", "batch-1-0-0", 0)
-		if got := extension.BandOf(b); got != c.band {
-			t.Errorf("%s: batch pod band %s, want %s", c.scenario, got, c.band)
+	// Plain Kubernetes: BestEffort, no priority, in the plain namespace.
+	b := batchPodSpec(env, plan, report.Kubernetes, "/tmp/run", "batch-1-0-0", 0)
+	if got := extension.BandOf(b); got != extension.BandProd || b.Namespace != "ns" || b.Spec.PriorityClassName != "" {
+		t.Errorf("kubernetes: batch pod band %s (no priority: what Kubernetes alone knows reads as prod), namespace %q, class %q", got, b.Namespace, b.Spec.PriorityClassName)
+	}
+	if len(b.Spec.Containers[0].Resources.Requests) != 0 || len(b.Spec.Containers[0].Resources.Limits) != 0 {
+		t.Errorf("kubernetes: batch pod is not BestEffort: %v", b.Spec.Containers[0].Resources)
+	}
+	// Waterline: as its user writes it, in the namespace the profile
+	// selects; the profile (what the manager's webhook applies) makes it a
+	// Batch pod asking for batch-cpu and batch-memory, BestEffort to
+	// kubelet.
+	for _, sc := range []string{report.Waterline, report.WaterlineNoThrottle, report.WaterlineMemory} {
+		b := batchPodSpec(env, plan, sc, "/tmp/run", "batch-1-0-0", 0)
+		if b.Namespace != "batch-ns" || b.Labels[extension.LabelBand] != "" || b.Spec.PriorityClassName != "" {
+			t.Errorf("%s: batch pod in %q with band label %q and class %q, want the profile's namespace and nothing set by hand", sc, b.Namespace, b.Labels[extension.LabelBand], b.Spec.PriorityClassName)
 		}
-		if len(b.Spec.Containers[0].Resources.Requests) != 0 || len(b.Spec.Containers[0].Resources.Limits) != 0 {
-			t.Errorf("%s: batch pod is not BestEffort: %v", c.scenario, b.Spec.Containers[0].Resources)
+		if sc == report.WaterlineMemory && !strings.Contains(strings.Join(b.Spec.Containers[0].Command, " "), "--mem-bytes 1048576 --ramp 5s") {
+			t.Errorf("%s: command %v lacks the memory growth", sc, b.Spec.Containers[0].Command)
+		}
+		profile := BatchProfile()
+		if _, err := colocation.Match([]v1alpha1.ColocationProfile{profile}, BatchNamespaceLabels, b.Labels); err != nil {
+			t.Fatal(err)
+		}
+		if err := colocation.Apply(b, &profile, &colocation.PriorityClass{Name: "waterline-batch", Value: 5500}); err != nil {
+			t.Fatalf("%s: the profile refuses the Batch pod: %v", sc, err)
+		}
+		res := b.Spec.Containers[0].Resources
+		cpu, mem := res.Requests[extension.ResourceBatchCPU], res.Limits[extension.ResourceBatchMemory]
+		if extension.BandOf(b) != extension.BandBatch || cpu.Value() != 400 || mem.String() != "128Mi" || !bestEffort(b) {
+			t.Errorf("%s: after the profile band %s, batch-cpu %s, batch-memory %s, QoS %s; want batch, 400, 128Mi, BestEffort",
+				sc, extension.BandOf(b), cpu.String(), mem.String(), map[bool]string{true: "BestEffort", false: "not BestEffort"}[bestEffort(b)])
 		}
 		if b.Spec.NodeName != "n1" || !b.Spec.HostNetwork {
-			t.Errorf("%s: batch pod node %q hostNetwork %v", c.scenario, b.Spec.NodeName, b.Spec.HostNetwork)
+			t.Errorf("%s: batch pod node %q hostNetwork %v", sc, b.Spec.NodeName, b.Spec.HostNetwork)
 		}
 	}
+}
+
+// bestEffort is kubelet's QoS rule: no container asks for cpu or memory.
+func bestEffort(p *corev1.Pod) bool {
+	for _, c := range p.Spec.Containers {
+		for _, rl := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+			if _, ok := rl[corev1.ResourceCPU]; ok {
+				return false
+			}
+			if _, ok := rl[corev1.ResourceMemory]; ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // TestMain lets the test binary be the burner burnIn starts.

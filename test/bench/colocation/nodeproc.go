@@ -72,19 +72,11 @@ func memTotal(path string) (uint64, error) {
 // would subtract inactive file pages; the Batch burners hold anonymous
 // memory, so usage is close enough here).
 func (p *NodeProc) memoryUsage() uint64 {
-	cg := filepath.Join(p.node.CgroupRoot, "kubepods")
-	var path string
-	if p.cpu.v2 {
-		path = filepath.Join(p.cpu.Mount, cg, "memory.current")
-	} else {
-		path = filepath.Join(p.cpu.Mount, "memory", cg, "memory.usage_in_bytes")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
+	v, err := p.cpu.MemoryUsage(filepath.Join(p.node.CgroupRoot, "kubepods"))
+	if err != nil || v < 0 {
 		return 0
 	}
-	v, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	return v
+	return uint64(v)
 }
 
 // Write rewrites stat and meminfo in place with fixed-width numbers: the

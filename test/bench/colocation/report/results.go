@@ -113,6 +113,23 @@ type Run struct {
 	Actions []Action `json:"actions,omitempty"`
 	// Effects are the over-action measurements of Actions (Analyze).
 	Effects []Effect `json:"effects,omitempty"`
+	// BatchPods are the Batch pods as the API server admitted them:
+	// under Waterline, what the colocation profile's webhook made of them.
+	BatchPods []PodInfo `json:"batchPods,omitempty"`
+}
+
+// PodInfo is what a pod became at admission.
+type PodInfo struct {
+	Name              string `json:"name"`
+	Namespace         string `json:"namespace"`
+	Band              string `json:"band,omitempty"`
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	SchedulerName     string `json:"schedulerName,omitempty"`
+	// Requests and Limits are the first container's, by resource name.
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
+	// Replacement is a pod made after an eviction.
+	Replacement bool `json:"replacement,omitempty"`
 }
 
 // Sample is CPU use over one sampling interval, in cores.
