@@ -32,6 +32,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/colocation"
+	"github.com/waterline-dev/waterline/pkg/sim"
 	"github.com/waterline-dev/waterline/test/bench/colocation/report"
 	"github.com/waterline-dev/waterline/test/bench/colocation/workload"
 )
@@ -281,12 +282,13 @@ func TestUpdateREADME(t *testing.T) {
 	}
 	res := &report.Results{Command: "make bench-colocation", Started: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC),
 		Machine: report.Machine{CPUs: 2, UptimeBefore: "load average: 0.10", UptimeAfter: "load average: 1.90"}}
-	if err := updateREADME(path, res, "| new | table |\n"); err != nil {
+	fit := &sim.InterferenceFit{InterferencePercent: 512, MedianPointPercent: 480, Points: 120, RMSE: 0.2}
+	if err := updateREADME(path, res, "| new | table |\n", report.Calibration{Interference: fit}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
 	got := string(b)
-	for _, want := range []string{"# X\n\n" + readmeBegin, "`make bench-colocation`, 2026-11-24. 2 CPUs", "load average: 0.10", "| new | table |\n" + readmeEnd + "\n\n## Next\n"} {
+	for _, want := range []string{"# X\n\n" + readmeBegin, "`make bench-colocation`, 2026-11-24. 2 CPUs", "load average: 0.10", "| new | table |\n\nCalibration for the simulator (`test/bench/colocation/calibration.json`", "κ 512 % (least squares over 120 windows", "docs/design/simulator.md).\n" + readmeEnd + "\n\n## Next\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("README lacks %q:\n%s", want, got)
 		}
@@ -297,7 +299,35 @@ func TestUpdateREADME(t *testing.T) {
 	if err := os.WriteFile(path, []byte("# no block\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := updateREADME(path, res, "x"); err == nil || !strings.Contains(err.Error(), "has no") {
+	if err := updateREADME(path, res, "x", report.Calibration{}); err == nil || !strings.Contains(err.Error(), "has no") {
 		t.Errorf("a README without the block: %v, want an error", err)
+	}
+}
+
+// TestMemoryLines: the memory scenario's lines are the chart's 80/95 %
+// of a small node, as whole percents of the machine above what is in
+// use, evict always above forbid.
+func TestMemoryLines(t *testing.T) {
+	const gib = int64(1) << 30
+	for _, c := range []struct {
+		name                      string
+		capacity, base, node      int64
+		forbid, evict             int32
+		evictBytesMin, evictBytes int64
+	}{
+		// 1.6 and 1.9 GiB of 24: 6.7 and 7.9 % rounded up.
+		{"pods only", 24 * gib, 0, 2 * gib, 7, 8, 19 * gib / 10, 24 * gib * 8 / 100},
+		// The machine's 5 GiB in use under the lines.
+		{"machine", 24 * gib, 5 * gib, 2 * gib, 28, 29, 69 * gib / 10, 24 * gib * 29 / 100},
+		// A big machine: whole percents cannot be finer; evict stays
+		// above forbid.
+		{"big machine", 256 * gib, 0, 2 * gib, 1, 2, 19 * gib / 10, 256 * gib * 2 / 100},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, e, b := memoryLines(c.capacity, c.base, c.node)
+			if f != c.forbid || e != c.evict || b != c.evictBytes || b < c.evictBytesMin {
+				t.Errorf("memoryLines = %d %%, %d %%, %d MiB; want %d %%, %d %%, %d MiB", f, e, b>>20, c.forbid, c.evict, c.evictBytes>>20)
+			}
+		})
 	}
 }

@@ -68,6 +68,33 @@ func memTotal(path string) (uint64, error) {
 	return 0, fmt.Errorf("%s: no MemTotal", path)
 }
 
+// meminfo returns MemTotal and MemAvailable of a meminfo file, in bytes.
+func meminfo(path string) (total, avail int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	seen := 0
+	for sc.Scan() {
+		for name, dst := range map[string]*int64{"MemTotal:": &total, "MemAvailable:": &avail} {
+			if v, ok := strings.CutPrefix(sc.Text(), name); ok {
+				kb, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+				if err != nil {
+					return 0, 0, fmt.Errorf("%s: %s: %w", path, name, err)
+				}
+				*dst = kb << 10
+				seen++
+			}
+		}
+	}
+	if seen != 2 {
+		return 0, 0, fmt.Errorf("%s: no MemTotal and MemAvailable", path)
+	}
+	return total, avail, sc.Err()
+}
+
 // memoryUsage is the kubepods cgroup's memory in bytes (working set
 // would subtract inactive file pages; the Batch burners hold anonymous
 // memory, so usage is close enough here).
