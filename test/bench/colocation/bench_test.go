@@ -436,7 +436,7 @@ func TestColocation(t *testing.T) {
 	command := "go test -run TestColocation ./test/bench/colocation/ (smoke run of make bench-colocation)"
 	if full {
 		plan.Rounds = envInt(t, "COLOBENCH_ROUNDS", 2)
-		plan.Loads = loads(envDuration(t, "COLOBENCH_DURATION", 25*time.Second), rate)
+		plan.Loads = loads(envDuration(t, "COLOBENCH_DURATION", 20*time.Second), rate)
 		command = "make bench-colocation"
 		if out == "" {
 			out = filepath.Join(testutil.RepoRoot(), "_output", "bench-colocation")
