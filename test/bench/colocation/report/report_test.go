@@ -99,7 +99,9 @@ func testResults() *Results {
 					if load == Bursty && int(t/5)%2 == 1 {
 						prod += 0.4
 					}
-					run.Samples = append(run.Samples, Sample{T: t, Node: b + prod + 0.1, Prod: prod, Batch: b})
+					// Memory differs by scenario, so its chart's lines do not hide each other.
+					mem := int64(64+200*b) << 20
+					run.Samples = append(run.Samples, Sample{T: t, Node: b + prod + 0.1, Prod: prod, Batch: b, NodeMemory: mem + 32<<20, BatchMemory: mem})
 					units += int64(b * 500)
 					run.Progress = append(run.Progress, ProgressPoint{T: t, Units: units})
 				}
