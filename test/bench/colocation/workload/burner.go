@@ -176,22 +176,52 @@ func RunBurner(ctx context.Context, cfg BurnerConfig) (int64, error) {
 }
 
 // burnMem passes over a buffer of cfg.MemBytes, grown over cfg.Ramp,
-// until ctx ends, adding a unit per MemUnitBytes passed.
+// until ctx ends, adding a unit per MemUnitBytes passed. The buffer grows
+// on the clock, not with the passes: a burner short of CPU (throttled, or
+// on a busy machine) passes slowly but holds its memory on time, as a job
+// whose memory grows does.
 func burnMem(ctx context.Context, cfg BurnerConfig, units *atomic.Int64, x uint64) uint64 {
 	chunk := min(memChunkBytes, cfg.MemBytes)
 	nChunks := (cfg.MemBytes + chunk - 1) / chunk
-	var chunks [][]uint64
-	start := time.Now()
+	var mu sync.Mutex
+	chunks := [][]uint64{touch(make([]uint64, chunk/8))}
+	if cfg.Ramp > 0 && nChunks > 1 {
+		go func() {
+			start := time.Now()
+			tick := time.NewTicker(max(10*time.Millisecond, cfg.Ramp/time.Duration(nChunks)))
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				want := min(nChunks, int(float64(nChunks)*float64(time.Since(start))/float64(cfg.Ramp)))
+				mu.Lock()
+				have := len(chunks)
+				mu.Unlock()
+				for ; have < want; have++ {
+					c := touch(make([]uint64, chunk/8))
+					mu.Lock()
+					chunks = append(chunks, c)
+					mu.Unlock()
+				}
+				if have == nChunks {
+					return
+				}
+			}
+		}()
+	} else {
+		for len(chunks) < nChunks {
+			chunks = append(chunks, touch(make([]uint64, chunk/8)))
+		}
+	}
 	var done int
 	for ctx.Err() == nil {
-		want := nChunks
-		if cfg.Ramp > 0 {
-			want = max(1, min(nChunks, int(float64(nChunks)*float64(time.Since(start))/float64(cfg.Ramp))))
-		}
-		for len(chunks) < want {
-			chunks = append(chunks, make([]uint64, chunk/8))
-		}
-		for _, c := range chunks {
+		mu.Lock()
+		cur := chunks
+		mu.Unlock()
+		for _, c := range cur {
 			x = memPass(c, x)
 			done += chunk
 			for done >= MemUnitBytes {
@@ -204,6 +234,14 @@ func burnMem(ctx context.Context, cfg BurnerConfig, units *atomic.Int64, x uint6
 		}
 	}
 	return x
+}
+
+// touch writes a word of every page of buf, so the kernel backs it now.
+func touch(buf []uint64) []uint64 {
+	for i := 0; i < len(buf); i += 512 {
+		buf[i] = 1
+	}
+	return buf
 }
 
 // memPass reads and writes one word of every cache line of buf.
