@@ -177,59 +177,45 @@ func RunBurner(ctx context.Context, cfg BurnerConfig) (int64, error) {
 
 // burnMem passes over a buffer of cfg.MemBytes, grown over cfg.Ramp,
 // until ctx ends, adding a unit per MemUnitBytes passed. The buffer grows
-// on the clock, not with the passes: a burner short of CPU (throttled, or
-// on a busy machine) passes slowly but holds its memory on time, as a job
-// whose memory grows does.
+// on the clock, not with the passes, and growing comes first: before each
+// chunk's pass the buffer is grown to what the clock says, so a burner
+// short of CPU (throttled, or on a busy machine) passes slowly but holds
+// its memory on time, as a job whose memory grows does. Chunks are
+// mapped populated (allocChunk): backing a page costs the kernel's
+// zeroing, not a fault per page, which on a virtual machine halves the
+// CPU a burner needs to grow.
 func burnMem(ctx context.Context, cfg BurnerConfig, units *atomic.Int64, x uint64) uint64 {
 	chunk := min(memChunkBytes, cfg.MemBytes)
 	nChunks := (cfg.MemBytes + chunk - 1) / chunk
-	var mu sync.Mutex
-	chunks := [][]uint64{touch(make([]uint64, chunk/8))}
-	if cfg.Ramp > 0 && nChunks > 1 {
-		go func() {
-			start := time.Now()
-			tick := time.NewTicker(max(10*time.Millisecond, cfg.Ramp/time.Duration(nChunks)))
-			defer tick.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-				}
-				want := min(nChunks, int(float64(nChunks)*float64(time.Since(start))/float64(cfg.Ramp)))
-				mu.Lock()
-				have := len(chunks)
-				mu.Unlock()
-				for ; have < want; have++ {
-					c := touch(make([]uint64, chunk/8))
-					mu.Lock()
-					chunks = append(chunks, c)
-					mu.Unlock()
-				}
-				if have == nChunks {
-					return
-				}
-			}
-		}()
-	} else {
-		for len(chunks) < nChunks {
-			chunks = append(chunks, touch(make([]uint64, chunk/8)))
+	var chunks [][]uint64
+	defer func() {
+		for _, c := range chunks {
+			freeChunk(c)
 		}
+	}()
+	start := time.Now()
+	grow := func() bool {
+		want := nChunks
+		if cfg.Ramp > 0 {
+			want = max(1, min(nChunks, int(float64(nChunks)*float64(time.Since(start))/float64(cfg.Ramp))))
+		}
+		for len(chunks) < want && ctx.Err() == nil {
+			chunks = append(chunks, allocChunk(chunk))
+		}
+		return len(chunks) < nChunks
 	}
+	growing := grow()
 	var done int
 	for ctx.Err() == nil {
-		mu.Lock()
-		cur := chunks
-		mu.Unlock()
-		for _, c := range cur {
-			x = memPass(c, x)
+		for i := 0; i < len(chunks) && ctx.Err() == nil; i++ {
+			if growing {
+				growing = grow()
+			}
+			x = memPass(chunks[i], x)
 			done += chunk
 			for done >= MemUnitBytes {
 				units.Add(1)
 				done -= MemUnitBytes
-			}
-			if ctx.Err() != nil {
-				break
 			}
 		}
 	}

@@ -22,8 +22,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
-	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -161,45 +162,58 @@ func TestBurnersReportProgress(t *testing.T) {
 
 // TestMemBurnerGrows: with a ramp the mem burner's memory grows from one
 // chunk to its buffer size, as a job whose memory grows (the memory
-// pressure scenario's Batch pods), and its units count the same work
-// whatever the buffer's size.
+// pressure scenario's Batch pods): resident, as the node's cgroups see
+// it, on the clock; its units count the same work whatever the buffer's
+// size; and it gives the memory back when it stops.
 func TestMemBurnerGrows(t *testing.T) {
-	heap := func() uint64 {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
+	resident := func() int64 {
+		b, err := os.ReadFile("/proc/self/statm")
+		if err != nil {
+			t.Skipf("SKIP: resident memory not readable here (%v)", err)
+		}
+		f := strings.Fields(string(b))
+		pages, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			t.Fatalf("/proc/self/statm %q: %v", b, err)
+		}
+		return pages * int64(os.Getpagesize())
 	}
-	base := heap()
+	base := resident()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan int64)
+	began := time.Now()
 	go func() {
 		units, _ := RunBurner(ctx, BurnerConfig{Kind: KindMem, Threads: 1, MemBytes: 128 << 20, Ramp: 400 * time.Millisecond})
 		done <- units
 	}()
 	time.Sleep(50 * time.Millisecond)
-	early := heap() - base
-	// Generous: the machine may be busy, and growth waits for a pass.
+	early := resident() - base
+	// Generous: the machine may be busy.
 	deadline := time.Now().Add(10 * time.Second)
-	var late uint64
+	var late int64
 	for time.Now().Before(deadline) {
-		if late = heap() - base; late >= 112<<20 {
+		if late = resident() - base; late >= 120<<20 {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
+	grown := time.Since(began)
 	cancel()
 	units := <-done
+	after := resident() - base
 	if early > 48<<20 {
-		t.Errorf("%d MiB held 50ms into a 400ms ramp to 128 MiB, want at most 3 chunks of 16", early>>20)
+		t.Errorf("%d MiB resident 50ms into a 400ms ramp to 128 MiB, want at most 3 chunks of 16", early>>20)
 	}
-	// Heap accounting moves by a few MiB of the test's own garbage: at
-	// least 7 of the 8 chunks.
-	if late < 112<<20 {
-		t.Errorf("%d MiB held after the ramp, want about the whole 128 MiB", late>>20)
+	if late < 120<<20 {
+		t.Errorf("%d MiB resident after the ramp, want about the whole 128 MiB", late>>20)
 	}
+	t.Logf("128 MiB resident after %v of a 400ms ramp", grown.Round(time.Millisecond))
 	if units == 0 {
 		t.Error("no unit done")
+	}
+	if after > 64<<20 {
+		t.Errorf("%d MiB still resident after the burner stopped, want its buffer given back", after>>20)
 	}
 }
 
