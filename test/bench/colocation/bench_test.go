@@ -42,6 +42,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/sim"
 	"github.com/waterline-dev/waterline/test/bench/colocation/loadgen"
 	"github.com/waterline-dev/waterline/test/bench/colocation/report"
 	testutil "github.com/waterline-dev/waterline/test/util"
@@ -612,8 +613,8 @@ func updateREADME(path string, res *report.Results, table string, cal report.Cal
 	m := res.Machine
 	calLine := "Calibration for the simulator: no fit (" + cal.InterferenceError + ")."
 	if f := cal.Interference; f != nil {
-		calLine = fmt.Sprintf("Calibration for the simulator (`%s`, `waterline sim --calibration %s`): interference %v; the simulator's default is κ 400 %% (docs/design/simulator.md).",
-			CheckedInCalibration, CheckedInCalibration, *f)
+		calLine = fmt.Sprintf("Calibration for the simulator (`%s`, `waterline sim --calibration %s`): interference %v; the simulator's default is κ %.0f %% (docs/design/simulator.md).",
+			CheckedInCalibration, CheckedInCalibration, *f, sim.DefaultHarm().InterferencePercent)
 	}
 	block := fmt.Sprintf("%s\n`%s`, %s. %d CPUs (%s), kernel %s, %s. Load: `%s` before, `%s` after.\nProd: %s. Batch: %s. Waterline: %s.\n\n%s\n%s\n%s",
 		readmeBegin, res.Command, res.Started.UTC().Format("2006-01-02"), m.CPUs, m.CPUModel, m.Kernel, m.Cgroup, m.UptimeBefore, m.UptimeAfter,

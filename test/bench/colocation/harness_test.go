@@ -288,7 +288,8 @@ func TestUpdateREADME(t *testing.T) {
 	}
 	b, _ := os.ReadFile(path)
 	got := string(b)
-	for _, want := range []string{"# X\n\n" + readmeBegin, "`make bench-colocation`, 2026-11-24. 2 CPUs", "load average: 0.10", "| new | table |\n\nCalibration for the simulator (`test/bench/colocation/calibration.json`", "κ 512 % (least squares over 120 windows", "docs/design/simulator.md).\n" + readmeEnd + "\n\n## Next\n"} {
+	for _, want := range []string{"# X\n\n" + readmeBegin, "`make bench-colocation`, 2026-11-24. 2 CPUs", "load average: 0.10", "| new | table |\n\nCalibration for the simulator (`test/bench/colocation/calibration.json`", "κ 512 % (least squares over 120 windows",
+		fmt.Sprintf("the simulator's default is κ %.0f %%", sim.DefaultHarm().InterferencePercent), "docs/design/simulator.md).\n" + readmeEnd + "\n\n## Next\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("README lacks %q:\n%s", want, got)
 		}
