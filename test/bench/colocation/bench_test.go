@@ -615,6 +615,9 @@ func updateREADME(path string, res *report.Results, table string, cal report.Cal
 	if f := cal.Interference; f != nil {
 		calLine = fmt.Sprintf("Calibration for the simulator (`%s`, `waterline sim --calibration %s`): interference %v; the simulator's default is κ %.0f %% (docs/design/simulator.md).",
 			CheckedInCalibration, CheckedInCalibration, *f, sim.DefaultHarm().InterferencePercent)
+		if cal.CensoredWindows > 0 {
+			calLine += fmt.Sprintf(" %d windows with failed or timed-out requests left out.", cal.CensoredWindows)
+		}
 	}
 	block := fmt.Sprintf("%s\n`%s`, %s. %d CPUs (%s), kernel %s, %s. Load: `%s` before, `%s` after.\nProd: %s. Batch: %s. Waterline: %s.\n\n%s\n%s\n%s",
 		readmeBegin, res.Command, res.Started.UTC().Format("2006-01-02"), m.CPUs, m.CPUModel, m.Kernel, m.Cgroup, m.UptimeBefore, m.UptimeAfter,

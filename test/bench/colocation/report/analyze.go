@@ -17,6 +17,7 @@ limitations under the License.
 package report
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"sort"
@@ -323,10 +324,15 @@ type Calibration struct {
 	// windows, InterferenceError then says why.
 	Interference      *sim.InterferenceFit `json:"interference,omitempty"`
 	InterferenceError string               `json:"interferenceError,omitempty"`
+	// CensoredWindows were left out: some of their requests failed or
+	// timed out, so their p99 is a lower bound, not a slowdown (an alone
+	// run's such windows leave its baseline too).
+	CensoredWindows int `json:"censoredWindows"`
 }
 
 // Calibrate pairs each steady-load window's Prod p99 with the Batch CPU
-// the cgroups showed over it.
+// the cgroups showed over it. Windows with failed or timed-out requests
+// are left out (counted in CensoredWindows).
 func Calibrate(r *Results, binWidth float64) Calibration {
 	cal := Calibration{NodeCPUs: r.Machine.CPUs}
 	aloneP99 := map[int]float64{}
@@ -334,7 +340,9 @@ func Calibrate(r *Results, binWidth float64) Calibration {
 		if run.Scenario == Alone && run.Load == Steady && run.Prod != nil {
 			var ps []float64
 			for _, w := range run.Prod.Windows {
-				if w.OK > 0 {
+				if w.Errors > 0 {
+					cal.CensoredWindows++
+				} else if w.OK > 0 {
 					ps = append(ps, float64(w.P99))
 				}
 			}
@@ -347,6 +355,10 @@ func Calibrate(r *Results, binWidth float64) Calibration {
 			continue
 		}
 		for _, w := range run.Prod.Windows {
+			if w.Errors > 0 {
+				cal.CensoredWindows++
+				continue
+			}
 			if w.OK == 0 {
 				continue
 			}
@@ -391,6 +403,9 @@ func Calibrate(r *Results, binWidth float64) Calibration {
 	}
 	if fit, err := sc.FitInterference(); err != nil {
 		cal.InterferenceError = err.Error()
+		if cal.CensoredWindows > 0 {
+			cal.InterferenceError += fmt.Sprintf("; %d windows left out for failed or timed-out requests (an overloaded machine?)", cal.CensoredWindows)
+		}
 	} else {
 		cal.Interference = &fit
 	}

@@ -262,6 +262,38 @@ func TestCalibrate(t *testing.T) {
 			t.Errorf("bin [%v, %v): median ratio %v, want about 3", b.Lo, b.Hi, b.MedianRatio)
 		}
 	}
+	if cal.CensoredWindows != 0 {
+		t.Errorf("%d windows censored in runs without errors", cal.CensoredWindows)
+	}
+
+	// A window with a failed or timed-out request has a p99 that is a
+	// lower bound: it is no point of the calibration.
+	res := testResults()
+	var censored int
+	for i := range res.Runs {
+		if p := res.Runs[i].Prod; p != nil && res.Runs[i].Load == Steady && res.Runs[i].Scenario == Kubernetes {
+			for j := 0; j < len(p.Windows); j += 3 {
+				p.Windows[j].Errors = 1
+				censored++
+			}
+		}
+	}
+	cal = Calibrate(res, 0.25)
+	if cal.CensoredWindows != censored || len(cal.Points) != 3*2*30-censored {
+		t.Errorf("%d windows censored, %d points; want %d and %d", cal.CensoredWindows, len(cal.Points), censored, 3*2*30-censored)
+	}
+	// Every alone window censored: no baseline, no point, and the fit says why.
+	for i := range res.Runs {
+		if p := res.Runs[i].Prod; p != nil && res.Runs[i].Scenario == Alone {
+			for j := range p.Windows {
+				p.Windows[j].Errors = 1
+			}
+		}
+	}
+	cal = Calibrate(res, 0.25)
+	if len(cal.Points) != 0 || cal.Interference != nil || !strings.Contains(cal.InterferenceError, "timed-out") {
+		t.Errorf("no clean alone window: %d points, fit %v, error %q; want none, none and one naming the timed-out windows", len(cal.Points), cal.Interference, cal.InterferenceError)
+	}
 }
 
 func TestWriteDir(t *testing.T) {
