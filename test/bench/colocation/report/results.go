@@ -170,8 +170,9 @@ type Action struct {
 	Kind string  `json:"kind"`
 	Pod  string  `json:"pod"`
 	// GapMilli is the gap to the line the planner meant to close (CPU
-	// millicores), ReleaseMilli what it booked for this pod; 0 when the
-	// message did not say.
+	// millicores), ReleaseMilli what it booked for this pod (millicores;
+	// bytes for a memory eviction, whose message gives no CPU gap); 0
+	// when the message did not say.
 	GapMilli     int64 `json:"gapMilli,omitempty"`
 	ReleaseMilli int64 `json:"releaseMilli,omitempty"`
 	// Message is the Event's text.
