@@ -100,7 +100,7 @@ bench-scheduler: tools ## Live scheduler throughput and CPU per pod, deployed pr
 	SCHEDBENCH_FULL=1 $(GO) test -count=1 -timeout 60m -run '^TestSchedulerThroughput$$' -v ./test/bench/scheduler/ 2>&1 | grep --line-buffered -v '^        [EIW][0-9]\{4\} '
 
 .PHONY: bench-colocation
-bench-colocation: tools test-deps ## Prod latency beside Batch work on a real node: alone, plain Kubernetes, Waterline, Waterline without throttling (about 12 min); report in _output/bench-colocation
+bench-colocation: test-tools test-deps ## Prod latency beside Batch work on a real node: alone, plain Kubernetes, Waterline, Waterline without throttling, Waterline under memory pressure (about 14 min); report and calibration.json in _output/bench-colocation
 	COLOBENCH_FULL=1 $(GO) test -count=1 -timeout 30m -run '^TestColocation$$' -v ./test/bench/colocation/
 
 .PHONY: update-k8s

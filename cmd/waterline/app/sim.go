@@ -49,6 +49,9 @@ type simOptions struct {
 	batchLoad  float64
 	progress   bool
 	noProgress bool
+	// calibration is a benchmark's calibration.json that sets the harm
+	// model's interference κ (sim.Harm.Calibrate).
+	calibration string
 }
 
 func newSimCommand() *cobra.Command {
@@ -116,6 +119,7 @@ charts and the numbers as JSON.`,
 	f.Float64Var(&o.batchLoad, "batch-load", 0, "synthetic workloads: batch CPU demand offered, in percent of the cluster's CPU (0: the default, 60)")
 	f.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar")
+	f.StringVar(&o.calibration, "calibration", "", "calibration.json of make bench-colocation: fit the harm model's interference κ to it (default: κ of docs/design/simulator.md)")
 	return cmd
 }
 
@@ -206,6 +210,19 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 	logger.V(1).Info("Built workload", "workload", w.Name, "nodes", len(w.Nodes), "services", len(w.Services), "jobs", len(w.Jobs), "elapsed", time.Since(start))
 
 	cfg := sim.Config{Step: o.step, Seed: o.seed}
+	if o.calibration != "" {
+		cal, err := sim.LoadCalibration(o.calibration)
+		if err != nil {
+			return fmt.Errorf("--calibration: %w", err)
+		}
+		h := sim.DefaultHarm()
+		fit, err := h.Calibrate(cal)
+		if err != nil {
+			return fmt.Errorf("--calibration %s: %w", o.calibration, err)
+		}
+		cfg.Harm = &h
+		fmt.Fprintf(stderr, "Harm model calibrated from %s: %v\n", o.calibration, fit)
+	}
 	for _, p := range o.policies {
 		cfg.Policies = append(cfg.Policies, sim.Policy(p))
 	}

@@ -138,3 +138,44 @@ func TestSimBadTraceRow(t *testing.T) {
 		}
 	}
 }
+
+// TestSimCalibration: --calibration fits the harm model's κ to a
+// benchmark's calibration.json and the result is measured with it; a file
+// too small to fit is refused with the reason.
+func TestSimCalibration(t *testing.T) {
+	dir := t.TempDir()
+	cal := sim.Calibration{NodeCPUs: 2}
+	for i := range 20 {
+		b := 0.1 + 0.08*float64(i)
+		// κ = 6: L = 1 + 6 · (b/2) · (0.6/2).
+		cal.Points = append(cal.Points, sim.CalibrationPoint{Scenario: "kubernetes", BatchCores: b, ProdCores: 0.6, P99Ratio: 1 + 6*(b/2)*0.3})
+	}
+	path := filepath.Join(dir, "calibration.json")
+	data, _ := json.Marshal(cal)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runSimCmd(t, "--nodes=4", "--duration=1h", "--policies=k8s-besteffort", "-o=json", "--out=", "--no-progress", "--calibration="+path)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var res sim.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Policies[0].Summary.Harm.InterferencePercent; got < 599 || got > 601 {
+		t.Errorf("harm model κ %v %%, want 600 (fitted to %s)", got, path)
+	}
+	if !strings.Contains(stderr, "calibrated from "+path) {
+		t.Errorf("stderr %q does not say where κ came from", stderr)
+	}
+
+	cal.Points = cal.Points[:3]
+	data, _ = json.Marshal(cal)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runSimCmd(t, "--nodes=4", "--duration=1h", "--out=", "--no-progress", "--calibration="+path); err == nil || !strings.Contains(err.Error(), "--calibration") || !strings.Contains(err.Error(), "usable points") {
+		t.Errorf("a 3-window calibration: error %v, want one naming the flag and the reason", err)
+	}
+}

@@ -74,6 +74,21 @@ func (r *CPUReader) Usage(cg string) (int64, error) {
 	return 0, fmt.Errorf("no usage_usec in %s/cpu.stat", cg)
 }
 
+// MemoryUsage returns the memory of cgroup cg in bytes (v1
+// memory.usage_in_bytes, v2 memory.current): page cache included, which
+// the burners barely have.
+func (r *CPUReader) MemoryUsage(cg string) (int64, error) {
+	path := filepath.Join(r.Mount, cg, "memory.current")
+	if !r.v2 {
+		path = filepath.Join(r.Mount, "memory", cg, "memory.usage_in_bytes")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
+
 // MachineBusy returns the machine's busy and total CPU time from
 // /proc/stat, in clock ticks: the work of everything on the machine,
 // the benchmark's and anyone else's.

@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/test/bench/colocation/loadgen"
 	"github.com/waterline-dev/waterline/test/bench/colocation/report"
 	"github.com/waterline-dev/waterline/test/bench/colocation/workload"
@@ -65,8 +67,13 @@ type Node struct {
 type Env struct {
 	Kube kubernetes.Interface
 	Node Node
-	// Namespace for the benchmark's pods (created by the caller).
+	// Namespace for the Prod pod and the plain-Kubernetes Batch pods
+	// (created by the caller; no colocation profile selects it).
 	Namespace string
+	// BatchNamespace holds the Batch pods of the Waterline scenarios: a
+	// namespace the colocation profile selects, so the manager's webhook
+	// gives them their band and tier resources as it would a user's pods.
+	BatchNamespace string
 	// Image is the pods' image: one with colobench at ImageBinary, or any
 	// image (the busybox test image) with BinaryDir set, a host directory
 	// holding a static colobench binary, mounted into the pods at
@@ -80,7 +87,8 @@ type Env struct {
 	// generator's results.
 	HostDir string
 	// StartWaterline puts Waterline on the node for a Waterline scenario
-	// (agent, scheduler, NodeQOS) and returns how to take it off again.
+	// (agent and NodeQOS; the manager and scheduler run throughout) and
+	// returns how to take it off again.
 	StartWaterline func(t testing.TB, scenario string) (stop func())
 }
 
@@ -88,6 +96,16 @@ type Env struct {
 type BatchPod struct {
 	Kind    string `json:"kind"`
 	Threads int    `json:"threads"`
+	// CPU and Memory are the pod's requests and limits as its user writes
+	// them in the Waterline scenarios (the colocation profile turns them
+	// into batch-cpu and batch-memory); the plain-Kubernetes pods ask for
+	// nothing (BestEffort).
+	CPU    string `json:"cpu,omitempty"`
+	Memory string `json:"memory,omitempty"`
+	// MemBytes and Ramp size a mem burner's buffer and its growth
+	// (colobench burn --mem-bytes, --ramp); 0 keeps the defaults.
+	MemBytes int64         `json:"memBytes,omitempty"`
+	Ramp     time.Duration `json:"ramp,omitempty"`
 }
 
 // Plan is what to run.
@@ -104,13 +122,33 @@ type Plan struct {
 	ProdCPU                time.Duration
 	ProdPort               int
 	ProdRequest, ProdLimit string
-	// Batch are the Batch pods.
-	Batch []BatchPod
+	// Batch are the Batch pods of the CPU scenarios; MemoryBatch those of
+	// the memory-pressure scenario (report.WaterlineMemory), which runs
+	// under the steady load only.
+	Batch, MemoryBatch []BatchPod
 	// Warmup runs the pods before the load starts; SampleInterval is the
 	// cgroup sampling period.
 	Warmup, SampleInterval time.Duration
 	// Logf reports progress.
 	Logf func(format string, args ...any)
+}
+
+// BatchNamespaceLabels label the Waterline scenarios' Batch namespace:
+// the chart's example profile selects namespaces so labelled.
+var BatchNamespaceLabels = map[string]string{"waterline.dev/colocation": "batch"}
+
+// BatchProfile is the colocation profile the Waterline scenarios run
+// with (in the ColocationPolicy "default"): pods of the Batch namespace
+// become Batch pods of waterline-scheduler, their cpu and memory turned
+// into batch-cpu and batch-memory.
+func BatchProfile() v1alpha1.ColocationProfile {
+	return v1alpha1.ColocationProfile{
+		Name:              "colobench-batch",
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: BatchNamespaceLabels},
+		Band:              string(extension.BandBatch),
+		PriorityClassName: "waterline-batch",
+		SchedulerName:     "waterline-scheduler",
+	}
 }
 
 // ScenarioProbe is a Waterline run whose lines the caller sets low enough
@@ -120,7 +158,15 @@ type Plan struct {
 const ScenarioProbe = "waterline-probe"
 
 // waterlineScenarios put the Batch pods in the Batch band.
-var waterlineScenarios = map[string]bool{report.Waterline: true, report.WaterlineNoThrottle: true, ScenarioProbe: true}
+var waterlineScenarios = map[string]bool{report.Waterline: true, report.WaterlineNoThrottle: true, report.WaterlineMemory: true, ScenarioProbe: true}
+
+// batchOf is the Batch pods of scenario.
+func batchOf(plan Plan, scenario string) []BatchPod {
+	if scenario == report.WaterlineMemory {
+		return plan.MemoryBatch
+	}
+	return plan.Batch
+}
 
 // RunOne runs one scenario under one load outside a plan's rounds (the
 // probe).
@@ -144,6 +190,9 @@ func Run(t testing.TB, env Env, plan Plan) *report.Results {
 	res := &report.Results{Started: time.Now(), Loads: plan.Loads,
 		Prod:  fmt.Sprintf("colobench serve, %v of CPU a request, cpu request %s limit %s, %s arrivals", plan.ProdCPU, plan.ProdRequest, plan.ProdLimit, plan.Arrival),
 		Batch: describeBatch(plan.Batch)}
+	if slices.Contains(plan.Scenarios, report.WaterlineMemory) {
+		res.Batch += "; " + report.WaterlineMemory + ": " + describeBatch(plan.MemoryBatch)
+	}
 	loads := make([]string, 0, len(plan.Loads))
 	for l := range plan.Loads {
 		loads = append(loads, l)
@@ -163,6 +212,9 @@ func Run(t testing.TB, env Env, plan Plan) *report.Results {
 				continue
 			}
 			for _, load := range loads {
+				if sc == report.WaterlineMemory && load != report.Steady {
+					continue
+				}
 				runID++
 				res.Runs = append(res.Runs, runOne(t, env, plan, cpu, sc, load, plan.Loads[load], round, runID))
 			}
@@ -174,9 +226,19 @@ func Run(t testing.TB, env Env, plan Plan) *report.Results {
 func describeBatch(b []BatchPod) string {
 	var parts []string
 	for _, p := range b {
-		parts = append(parts, fmt.Sprintf("%s×%d", p.Kind, p.Threads))
+		d := fmt.Sprintf("%s×%d", p.Kind, p.Threads)
+		if p.MemBytes > 0 {
+			d += fmt.Sprintf(" %d MiB", p.MemBytes>>20)
+			if p.Ramp > 0 {
+				d += fmt.Sprintf(" grown over %v", p.Ramp)
+			}
+		}
+		if p.CPU != "" || p.Memory != "" {
+			d += fmt.Sprintf(" (Waterline: cpu %s memory %s)", p.CPU, p.Memory)
+		}
+		parts = append(parts, d)
 	}
-	return fmt.Sprintf("%d BestEffort burner pods (%s threads)", len(b), strings.Join(parts, ", "))
+	return fmt.Sprintf("%d burner pods: %s; BestEffort under plain Kubernetes, through the colocation profile under Waterline", len(b), strings.Join(parts, ", "))
 }
 
 func logf(plan Plan, format string, args ...any) {
@@ -224,7 +286,12 @@ func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load str
 		prod = createPod(t, env, prodPod(env, plan, id))
 	}
 	if scenario != report.Alone {
-		for i := range plan.Batch {
+		if waterlineScenarios[scenario] {
+			// Kubelet admits a pod bound to the node only if the node
+			// sells the tier resources it asks for.
+			waitBatchAllocatable(t, env, batch.pods())
+		}
+		for i := range batch.pods() {
 			if err := batch.create(i, false); err != nil {
 				t.Fatal(err)
 			}
@@ -280,6 +347,9 @@ func runOne(t testing.TB, env Env, plan Plan, cpu *CPUReader, scenario, load str
 		run.Actions = append(run.Actions, a.Action)
 	}
 	run.Progress, run.BatchUnits = progressOf(t, dir, start, end, plan.SampleInterval)
+	batch.mu.Lock()
+	run.BatchPods = append([]report.PodInfo(nil), batch.admitted...)
+	batch.mu.Unlock()
 	logf(plan, "  %s", summarize(run))
 	return run
 }
@@ -365,7 +435,11 @@ type batchSet struct {
 	replacing sync.WaitGroup
 	// slot of each pod name, for replacing it.
 	slots map[string]int
+	// admitted are the pods as the API server admitted them.
+	admitted []report.PodInfo
 }
+
+func (b *batchSet) pods() []BatchPod { return batchOf(b.plan, b.scenario) }
 
 func (b *batchSet) create(slot int, replacement bool) error {
 	b.mu.Lock()
@@ -383,28 +457,97 @@ func (b *batchSet) create(slot int, replacement bool) error {
 		p.Spec.NodeName = ""
 		p.Spec.SchedulerName = "waterline-scheduler"
 	}
-	if _, err := b.env.Kube.CoreV1().Pods(b.env.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating Batch pod %s: %w", name, err)
+	got, err := b.env.Kube.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating Batch pod %s/%s: %w", p.Namespace, name, err)
 	}
+	info := podInfo(got)
+	info.Replacement = replacement
+	b.mu.Lock()
+	b.admitted = append(b.admitted, info)
+	b.mu.Unlock()
 	return nil
 }
 
-// batchPodSpec is a Batch burner pod: BestEffort, host network, its
-// progress file in dir (hostPath). Under Waterline it is in the Batch
-// band (the waterline-batch PriorityClass and the band label: what the
-// colocation profile would give it); under plain Kubernetes it has no
-// priority. The first pods of a run are bound to the node directly, as
-// if placed before the run.
+func podInfo(p *corev1.Pod) report.PodInfo {
+	info := report.PodInfo{Name: p.Name, Namespace: p.Namespace, Band: p.Labels[extension.LabelBand],
+		PriorityClassName: p.Spec.PriorityClassName, SchedulerName: p.Spec.SchedulerName}
+	if len(p.Spec.Containers) > 0 {
+		res := p.Spec.Containers[0].Resources
+		for _, l := range []struct {
+			from corev1.ResourceList
+			to   *map[string]string
+		}{{res.Requests, &info.Requests}, {res.Limits, &info.Limits}} {
+			for k, v := range l.from {
+				if *l.to == nil {
+					*l.to = map[string]string{}
+				}
+				(*l.to)[string(k)] = v.String()
+			}
+		}
+	}
+	return info
+}
+
+// waitBatchAllocatable waits until the manager sells on the node the
+// batch-cpu and batch-memory the Batch pods will ask for (from the
+// agent's NodeMetric: the agent has just started).
+func waitBatchAllocatable(t testing.TB, env Env, pods []BatchPod) {
+	t.Helper()
+	var cpu, mem int64
+	for _, p := range pods {
+		if p.CPU != "" {
+			q := resource.MustParse(p.CPU)
+			cpu += q.MilliValue()
+		}
+		if p.Memory != "" {
+			q := resource.MustParse(p.Memory)
+			mem += q.Value()
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		n, err := env.Kube.CoreV1().Nodes().Get(t.Context(), env.Node.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotCPU, gotMem := n.Status.Allocatable[extension.ResourceBatchCPU], n.Status.Allocatable[extension.ResourceBatchMemory]
+		if gotCPU.Value() >= cpu && gotMem.Value() >= mem {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("The manager sells %s batch-cpu and %s batch-memory on %s after 2 minutes; the Batch pods ask for %dm and %d bytes",
+				gotCPU.String(), gotMem.String(), env.Node.Name, cpu, mem)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// batchPodSpec is a Batch burner pod: host network, its progress file in
+// dir (hostPath). Under plain Kubernetes it asks for nothing (BestEffort)
+// and has no priority. Under Waterline it is created as its user would
+// write it, with cpu and memory requests and limits, in the namespace the
+// colocation profile selects: the manager's webhook puts it in the Batch
+// band and turns its cpu and memory into batch-cpu and batch-memory. The
+// first pods of a run are bound to the node directly, as if placed before
+// the run.
 func batchPodSpec(env Env, plan Plan, scenario, dir, name string, slot int) *corev1.Pod {
-	bp := plan.Batch[slot]
+	bp := batchOf(plan, scenario)[slot]
+	args := []string{"burn", "--kind", bp.Kind, "--threads", strconv.Itoa(bp.Threads),
+		"--progress", "/progress/" + name + ".jsonl", "--interval", "500ms", "--name", name}
+	if bp.MemBytes > 0 {
+		args = append(args, "--mem-bytes", strconv.FormatInt(bp.MemBytes, 10))
+	}
+	if bp.Ramp > 0 {
+		args = append(args, "--ramp", bp.Ramp.String())
+	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace, Labels: map[string]string{labelRole: "batch"}},
 		Spec: corev1.PodSpec{
 			NodeName: env.Node.Name, HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: ptr.To[int64](2),
 			Containers: []corev1.Container{{
 				Name: "burn", Image: env.Image, ImagePullPolicy: corev1.PullNever,
-				Command: command(env, "burn", "--kind", bp.Kind, "--threads", strconv.Itoa(bp.Threads),
-					"--progress", "/progress/"+name+".jsonl", "--interval", "500ms", "--name", name),
+				Command:      command(env, args...),
 				Env:          []corev1.EnvVar{{Name: "GOMAXPROCS", Value: strconv.Itoa(bp.Threads + 1)}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "progress", MountPath: "/progress"}},
 			}},
@@ -413,8 +556,15 @@ func batchPodSpec(env Env, plan Plan, scenario, dir, name string, slot int) *cor
 		},
 	}
 	if waterlineScenarios[scenario] {
-		p.Labels[extension.LabelBand] = string(extension.BandBatch)
-		p.Spec.PriorityClassName = "waterline-batch"
+		p.Namespace = env.BatchNamespace
+		rl := corev1.ResourceList{}
+		if bp.CPU != "" {
+			rl[corev1.ResourceCPU] = resource.MustParse(bp.CPU)
+		}
+		if bp.Memory != "" {
+			rl[corev1.ResourceMemory] = resource.MustParse(bp.Memory)
+		}
+		p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()}
 	}
 	withBinary(env, &p.Spec)
 	return p
@@ -438,17 +588,38 @@ func getPod(t testing.TB, env Env, name string) *corev1.Pod {
 	return p
 }
 
-// waitRunning waits for every pod of the namespace to run.
+// namespaces are the benchmark's namespaces.
+func namespaces(env Env) []string {
+	if env.BatchNamespace == "" || env.BatchNamespace == env.Namespace {
+		return []string{env.Namespace}
+	}
+	return []string{env.Namespace, env.BatchNamespace}
+}
+
+// listPods lists the pods of the benchmark's namespaces.
+func listPods(ctx context.Context, env Env) ([]corev1.Pod, error) {
+	var out []corev1.Pod
+	for _, ns := range namespaces(env) {
+		pods, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pods.Items...)
+	}
+	return out, nil
+}
+
+// waitRunning waits for every pod of the benchmark's namespaces to run.
 func waitRunning(t testing.TB, env Env, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		pods, err := env.Kube.CoreV1().Pods(env.Namespace).List(t.Context(), metav1.ListOptions{})
+		pods, err := listPods(t.Context(), env)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var notYet []string
-		for _, p := range pods.Items {
+		for _, p := range pods {
 			if p.Status.Phase != corev1.PodRunning {
 				notYet = append(notYet, fmt.Sprintf("%s (%s %s)", p.Name, p.Status.Phase, p.Status.Reason))
 			}
@@ -481,22 +652,22 @@ func waitHTTP(t testing.TB, url string, timeout time.Duration) {
 	}
 }
 
-// deletePods deletes the namespace's pods at once and waits until kubelet
+// deletePods deletes the benchmark's pods at once and waits until kubelet
 // has removed their cgroups, so the next run starts on a quiet node.
 func deletePods(t testing.TB, env Env) {
 	ctx := context.Background()
-	pods, err := env.Kube.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
+	pods, err := listPods(ctx, env)
 	if err != nil {
 		t.Errorf("Listing pods to delete: %v", err)
 		return
 	}
-	for _, p := range pods.Items {
-		if err := env.Kube.CoreV1().Pods(env.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("Deleting pod %s: %v", p.Name, err)
+	for _, p := range pods {
+		if err := env.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("Deleting pod %s/%s: %v", p.Namespace, p.Name, err)
 		}
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if p.Spec.NodeName == "" {
 			continue
 		}
@@ -512,8 +683,8 @@ func deletePods(t testing.TB, env Env) {
 		}
 	}
 	for {
-		left, err := env.Kube.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil || len(left.Items) == 0 || time.Now().After(deadline) {
+		left, err := listPods(ctx, env)
+		if err != nil || len(left) == 0 || time.Now().After(deadline) {
 			return
 		}
 		time.Sleep(300 * time.Millisecond)
@@ -540,9 +711,10 @@ func podCgroup(n Node, pod *corev1.Pod) string {
 	}
 }
 
-// sample reads the cgroups' CPU every interval until ctx ends: the node's
-// pods (kubepods), the Prod pod, the BestEffort pods (every Batch pod is
-// BestEffort) and the machine.
+// sample reads the cgroups' CPU and memory every interval until ctx
+// ends: the node's pods (kubepods), the Prod pod, the BestEffort pods
+// (every Batch pod is BestEffort: under Waterline its tier resources are
+// extended resources, which do not make a QoS class) and the machine.
 func sample(ctx context.Context, cpu *CPUReader, n Node, prod *corev1.Pod, interval time.Duration, start time.Time) []report.Sample {
 	kubepods := filepath.Join(n.CgroupRoot, "kubepods")
 	be := filepath.Join(kubepods, "besteffort")
@@ -553,11 +725,14 @@ func sample(ctx context.Context, cpu *CPUReader, n Node, prod *corev1.Pod, inter
 	type reading struct {
 		at                               time.Time
 		node, prod, batch, mBusy, mTotal int64
+		nodeMem, batchMem                int64
 	}
 	read := func() reading {
 		r := reading{at: time.Now()}
 		r.node, _ = cpu.Usage(kubepods)
 		r.batch, _ = cpu.Usage(be)
+		r.nodeMem, _ = cpu.MemoryUsage(kubepods)
+		r.batchMem, _ = cpu.MemoryUsage(be)
 		if prodCg != "" {
 			r.prod, _ = cpu.Usage(prodCg)
 		}
@@ -582,7 +757,7 @@ func sample(ctx context.Context, cpu *CPUReader, n Node, prod *corev1.Pod, inter
 		}
 		s := report.Sample{T: cur.at.Sub(start).Seconds(),
 			Node: float64(cur.node-prev.node) / 1e9 / dt, Prod: float64(cur.prod-prev.prod) / 1e9 / dt,
-			Batch: float64(cur.batch-prev.batch) / 1e9 / dt}
+			Batch: float64(cur.batch-prev.batch) / 1e9 / dt, NodeMemory: cur.nodeMem, BatchMemory: cur.batchMem}
 		if dTotal := cur.mTotal - prev.mTotal; dTotal > 0 {
 			s.Machine = float64(cur.mBusy-prev.mBusy) / float64(dTotal) * ncpu
 		}
@@ -601,7 +776,7 @@ type timedAction struct {
 // watch replays the namespace's older Events first: only this run's pods
 // (named after its id) count.
 func watchActions(ctx context.Context, env Env, batch *batchSet) []timedAction {
-	w, err := env.Kube.CoreV1().Events(env.Namespace).Watch(ctx, metav1.ListOptions{
+	w, err := env.Kube.CoreV1().Events(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("involvedObject.kind", "Pod").String()})
 	if err != nil {
 		return nil

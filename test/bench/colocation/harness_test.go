@@ -30,6 +30,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/core/colocation"
+	"github.com/waterline-dev/waterline/pkg/sim"
 	"github.com/waterline-dev/waterline/test/bench/colocation/report"
 	"github.com/waterline-dev/waterline/test/bench/colocation/workload"
 )
@@ -127,8 +130,10 @@ func TestProgressOf(t *testing.T) {
 // and are probed on loopback, use the host network, and the Batch pods
 // are Batch only under Waterline.
 func TestPodsKeepTrafficOnLoopback(t *testing.T) {
-	env := Env{Namespace: "ns", Image: "img", BinaryDir: "/opt/colobench", Node: Node{Name: "n1"}}
-	plan := Plan{ProdCPU: time.Millisecond, ProdPort: 18080, ProdRequest: "1", ProdLimit: "2", Batch: []BatchPod{{Kind: "cpu", Threads: 1}}}
+	env := Env{Namespace: "ns", BatchNamespace: "batch-ns", Image: "img", BinaryDir: "/opt/colobench", Node: Node{Name: "n1"}}
+	plan := Plan{ProdCPU: time.Millisecond, ProdPort: 18080, ProdRequest: "1", ProdLimit: "2",
+		Batch:       []BatchPod{{Kind: "cpu", Threads: 1, CPU: "400m", Memory: "128Mi"}},
+		MemoryBatch: []BatchPod{{Kind: "mem", Threads: 1, CPU: "400m", Memory: "128Mi", MemBytes: 1 << 20, Ramp: 5 * time.Second}}}
 	p := prodPod(env, plan, 3)
 	c := p.Spec.Containers[0]
 	if !p.Spec.HostNetwork || p.Spec.NodeName != "n1" || c.ReadinessProbe.HTTPGet.Host != "127.0.0.1" ||
@@ -145,26 +150,58 @@ func TestPodsKeepTrafficOnLoopback(t *testing.T) {
 		t.Errorf("prod resources %v", c.Resources)
 	}
 
-	for _, c := range []struct {
-		scenario string
-		band     extension.Band
-		qos      corev1.PodQOSClass
-	}{
-		{report.Kubernetes, extension.BandProd, corev1.PodQOSBestEffort}, // no priority: what Kubernetes alone knows
-		{report.Waterline, extension.BandBatch, corev1.PodQOSBestEffort},
-		{report.WaterlineNoThrottle, extension.BandBatch, corev1.PodQOSBestEffort},
-	} {
-		b := batchPodSpec(env, plan, c.scenario, "/tmp/run", "batch-1-0-0", 0)
-		if got := extension.BandOf(b); got != c.band {
-			t.Errorf("%s: batch pod band %s, want %s", c.scenario, got, c.band)
+	// Plain Kubernetes: BestEffort, no priority, in the plain namespace.
+	b := batchPodSpec(env, plan, report.Kubernetes, "/tmp/run", "batch-1-0-0", 0)
+	if got := extension.BandOf(b); got != extension.BandProd || b.Namespace != "ns" || b.Spec.PriorityClassName != "" {
+		t.Errorf("kubernetes: batch pod band %s (no priority: what Kubernetes alone knows reads as prod), namespace %q, class %q", got, b.Namespace, b.Spec.PriorityClassName)
+	}
+	if len(b.Spec.Containers[0].Resources.Requests) != 0 || len(b.Spec.Containers[0].Resources.Limits) != 0 {
+		t.Errorf("kubernetes: batch pod is not BestEffort: %v", b.Spec.Containers[0].Resources)
+	}
+	// Waterline: as its user writes it, in the namespace the profile
+	// selects; the profile (what the manager's webhook applies) makes it a
+	// Batch pod asking for batch-cpu and batch-memory, BestEffort to
+	// kubelet.
+	for _, sc := range []string{report.Waterline, report.WaterlineNoThrottle, report.WaterlineMemory} {
+		b := batchPodSpec(env, plan, sc, "/tmp/run", "batch-1-0-0", 0)
+		if b.Namespace != "batch-ns" || b.Labels[extension.LabelBand] != "" || b.Spec.PriorityClassName != "" {
+			t.Errorf("%s: batch pod in %q with band label %q and class %q, want the profile's namespace and nothing set by hand", sc, b.Namespace, b.Labels[extension.LabelBand], b.Spec.PriorityClassName)
 		}
-		if len(b.Spec.Containers[0].Resources.Requests) != 0 || len(b.Spec.Containers[0].Resources.Limits) != 0 {
-			t.Errorf("%s: batch pod is not BestEffort: %v", c.scenario, b.Spec.Containers[0].Resources)
+		if sc == report.WaterlineMemory && !strings.Contains(strings.Join(b.Spec.Containers[0].Command, " "), "--mem-bytes 1048576 --ramp 5s") {
+			t.Errorf("%s: command %v lacks the memory growth", sc, b.Spec.Containers[0].Command)
+		}
+		profile := BatchProfile()
+		if _, err := colocation.Match([]v1alpha1.ColocationProfile{profile}, BatchNamespaceLabels, b.Labels); err != nil {
+			t.Fatal(err)
+		}
+		if err := colocation.Apply(b, &profile, &colocation.PriorityClass{Name: "waterline-batch", Value: 5500}); err != nil {
+			t.Fatalf("%s: the profile refuses the Batch pod: %v", sc, err)
+		}
+		res := b.Spec.Containers[0].Resources
+		cpu, mem := res.Requests[extension.ResourceBatchCPU], res.Limits[extension.ResourceBatchMemory]
+		if extension.BandOf(b) != extension.BandBatch || cpu.Value() != 400 || mem.String() != "128Mi" || !bestEffort(b) {
+			t.Errorf("%s: after the profile band %s, batch-cpu %s, batch-memory %s, QoS %s; want batch, 400, 128Mi, BestEffort",
+				sc, extension.BandOf(b), cpu.String(), mem.String(), map[bool]string{true: "BestEffort", false: "not BestEffort"}[bestEffort(b)])
 		}
 		if b.Spec.NodeName != "n1" || !b.Spec.HostNetwork {
-			t.Errorf("%s: batch pod node %q hostNetwork %v", c.scenario, b.Spec.NodeName, b.Spec.HostNetwork)
+			t.Errorf("%s: batch pod node %q hostNetwork %v", sc, b.Spec.NodeName, b.Spec.HostNetwork)
 		}
 	}
+}
+
+// bestEffort is kubelet's QoS rule: no container asks for cpu or memory.
+func bestEffort(p *corev1.Pod) bool {
+	for _, c := range p.Spec.Containers {
+		for _, rl := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+			if _, ok := rl[corev1.ResourceCPU]; ok {
+				return false
+			}
+			if _, ok := rl[corev1.ResourceMemory]; ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // TestMain lets the test binary be the burner burnIn starts.
@@ -245,12 +282,14 @@ func TestUpdateREADME(t *testing.T) {
 	}
 	res := &report.Results{Command: "make bench-colocation", Started: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC),
 		Machine: report.Machine{CPUs: 2, UptimeBefore: "load average: 0.10", UptimeAfter: "load average: 1.90"}}
-	if err := updateREADME(path, res, "| new | table |\n"); err != nil {
+	fit := &sim.InterferenceFit{InterferencePercent: 512, MedianPointPercent: 480, Points: 120, RMSE: 0.2}
+	if err := updateREADME(path, res, "| new | table |\n", report.Calibration{Interference: fit}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
 	got := string(b)
-	for _, want := range []string{"# X\n\n" + readmeBegin, "`make bench-colocation`, 2026-11-24. 2 CPUs", "load average: 0.10", "| new | table |\n" + readmeEnd + "\n\n## Next\n"} {
+	for _, want := range []string{"# X\n\n" + readmeBegin, "`make bench-colocation`, 2026-11-24. 2 CPUs", "load average: 0.10", "| new | table |\n\nCalibration for the simulator (`test/bench/colocation/calibration.json`", "κ 512 % (least squares over 120 windows",
+		fmt.Sprintf("the simulator's default is κ %.0f %%", sim.DefaultHarm().InterferencePercent), "docs/design/simulator.md).\n" + readmeEnd + "\n\n## Next\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("README lacks %q:\n%s", want, got)
 		}
@@ -261,7 +300,35 @@ func TestUpdateREADME(t *testing.T) {
 	if err := os.WriteFile(path, []byte("# no block\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := updateREADME(path, res, "x"); err == nil || !strings.Contains(err.Error(), "has no") {
+	if err := updateREADME(path, res, "x", report.Calibration{}); err == nil || !strings.Contains(err.Error(), "has no") {
 		t.Errorf("a README without the block: %v, want an error", err)
+	}
+}
+
+// TestMemoryLines: the memory scenario's lines are the chart's 80/95 %
+// of a small node, as whole percents of the machine above what is in
+// use, evict always above forbid.
+func TestMemoryLines(t *testing.T) {
+	const gib = int64(1) << 30
+	for _, c := range []struct {
+		name                      string
+		capacity, base, node      int64
+		forbid, evict             int32
+		evictBytesMin, evictBytes int64
+	}{
+		// 1.6 and 1.9 GiB of 24: 6.7 and 7.9 % rounded up.
+		{"pods only", 24 * gib, 0, 2 * gib, 7, 8, 19 * gib / 10, 24 * gib * 8 / 100},
+		// The machine's 5 GiB in use under the lines.
+		{"machine", 24 * gib, 5 * gib, 2 * gib, 28, 29, 69 * gib / 10, 24 * gib * 29 / 100},
+		// A big machine: whole percents cannot be finer; evict stays
+		// above forbid.
+		{"big machine", 256 * gib, 0, 2 * gib, 1, 2, 19 * gib / 10, 256 * gib * 2 / 100},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, e, b := memoryLines(c.capacity, c.base, c.node)
+			if f != c.forbid || e != c.evict || b != c.evictBytes || b < c.evictBytesMin {
+				t.Errorf("memoryLines = %d %%, %d %%, %d MiB; want %d %%, %d %%, %d MiB", f, e, b>>20, c.forbid, c.evict, c.evictBytes>>20)
+			}
+		})
 	}
 }

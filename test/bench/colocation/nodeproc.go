@@ -68,23 +68,42 @@ func memTotal(path string) (uint64, error) {
 	return 0, fmt.Errorf("%s: no MemTotal", path)
 }
 
+// meminfo returns MemTotal and MemAvailable of a meminfo file, in bytes.
+func meminfo(path string) (total, avail int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	seen := 0
+	for sc.Scan() {
+		for name, dst := range map[string]*int64{"MemTotal:": &total, "MemAvailable:": &avail} {
+			if v, ok := strings.CutPrefix(sc.Text(), name); ok {
+				kb, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+				if err != nil {
+					return 0, 0, fmt.Errorf("%s: %s: %w", path, name, err)
+				}
+				*dst = kb << 10
+				seen++
+			}
+		}
+	}
+	if seen != 2 {
+		return 0, 0, fmt.Errorf("%s: no MemTotal and MemAvailable", path)
+	}
+	return total, avail, sc.Err()
+}
+
 // memoryUsage is the kubepods cgroup's memory in bytes (working set
 // would subtract inactive file pages; the Batch burners hold anonymous
 // memory, so usage is close enough here).
 func (p *NodeProc) memoryUsage() uint64 {
-	cg := filepath.Join(p.node.CgroupRoot, "kubepods")
-	var path string
-	if p.cpu.v2 {
-		path = filepath.Join(p.cpu.Mount, cg, "memory.current")
-	} else {
-		path = filepath.Join(p.cpu.Mount, "memory", cg, "memory.usage_in_bytes")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
+	v, err := p.cpu.MemoryUsage(filepath.Join(p.node.CgroupRoot, "kubepods"))
+	if err != nil || v < 0 {
 		return 0
 	}
-	v, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	return v
+	return uint64(v)
 }
 
 // Write rewrites stat and meminfo in place with fixed-width numbers: the

@@ -17,10 +17,13 @@ limitations under the License.
 package report
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"sort"
 	"strconv"
+
+	"github.com/waterline-dev/waterline/pkg/sim"
 )
 
 var (
@@ -189,7 +192,7 @@ func Summarize(r *Results) []Row {
 		if run.Scenario == BatchAlone {
 			batchAlone[run.Round] = run
 		}
-		if run.Scenario == Waterline || run.Scenario == WaterlineNoThrottle {
+		if run.Scenario == Waterline || run.Scenario == WaterlineNoThrottle || run.Scenario == WaterlineMemory {
 			run.Effects = MeasureOverAction(run.Samples, run.Actions, DefaultOverActionWindows)
 		}
 		k := key{run.Scenario, run.Load}
@@ -218,7 +221,7 @@ func Summarize(r *Results) []Row {
 					}
 				}
 				units = append(units, float64(run.BatchUnits))
-				if b := batchAlone[run.Round]; b != nil && b.BatchUnits > 0 && sc != Alone {
+				if b := batchAlone[run.Round]; b != nil && b.BatchUnits > 0 && CPUScenarios[sc] {
 					shares = append(shares, float64(run.BatchUnits)/float64(b.BatchUnits))
 				}
 				for _, s := range run.Samples {
@@ -302,22 +305,34 @@ type CalibrationPoint struct {
 
 // CalibrationBin is the median slowdown for Batch CPU in [Lo, Hi) cores.
 type CalibrationBin struct {
-	Lo, Hi      float64
+	Lo          float64 `json:"lo"`
+	Hi          float64 `json:"hi"`
 	Windows     int     `json:"windows"`
 	MedianRatio float64 `json:"medianRatio"`
 	P90Ratio    float64 `json:"p90Ratio"`
 }
 
 // Calibration is Prod slowdown as a function of co-running Batch CPU, for
-// the simulator: per 1 s window of the steady-load runs.
+// the simulator (pkg/sim reads it: waterline sim --calibration): per 1 s
+// window of the steady-load runs of the CPU scenarios.
 type Calibration struct {
 	NodeCPUs int                `json:"nodeCPUs"`
 	Points   []CalibrationPoint `json:"points"`
 	Bins     []CalibrationBin   `json:"bins"`
+	// Interference is the simulator's harm model fitted to Points
+	// (sim.Calibration.FitInterference); nil when the run had too few
+	// windows, InterferenceError then says why.
+	Interference      *sim.InterferenceFit `json:"interference,omitempty"`
+	InterferenceError string               `json:"interferenceError,omitempty"`
+	// CensoredWindows were left out: some of their requests failed or
+	// timed out, so their p99 is a lower bound, not a slowdown (an alone
+	// run's such windows leave its baseline too).
+	CensoredWindows int `json:"censoredWindows"`
 }
 
 // Calibrate pairs each steady-load window's Prod p99 with the Batch CPU
-// the cgroups showed over it.
+// the cgroups showed over it. Windows with failed or timed-out requests
+// are left out (counted in CensoredWindows).
 func Calibrate(r *Results, binWidth float64) Calibration {
 	cal := Calibration{NodeCPUs: r.Machine.CPUs}
 	aloneP99 := map[int]float64{}
@@ -325,7 +340,9 @@ func Calibrate(r *Results, binWidth float64) Calibration {
 		if run.Scenario == Alone && run.Load == Steady && run.Prod != nil {
 			var ps []float64
 			for _, w := range run.Prod.Windows {
-				if w.OK > 0 {
+				if w.Errors > 0 {
+					cal.CensoredWindows++
+				} else if w.OK > 0 {
 					ps = append(ps, float64(w.P99))
 				}
 			}
@@ -334,10 +351,14 @@ func Calibrate(r *Results, binWidth float64) Calibration {
 	}
 	for _, run := range r.Runs {
 		base := aloneP99[run.Round]
-		if run.Load != Steady || run.Prod == nil || run.Scenario == Alone || !(base > 0) {
+		if run.Load != Steady || run.Prod == nil || !CPUScenarios[run.Scenario] || !(base > 0) {
 			continue
 		}
 		for _, w := range run.Prod.Windows {
+			if w.Errors > 0 {
+				cal.CensoredWindows++
+				continue
+			}
 			if w.OK == 0 {
 				continue
 			}
@@ -375,6 +396,18 @@ func Calibrate(r *Results, binWidth float64) Calibration {
 		sort.Float64s(rs)
 		cal.Bins = append(cal.Bins, CalibrationBin{Lo: float64(i) * binWidth, Hi: float64(i+1) * binWidth, Windows: len(rs),
 			MedianRatio: median(rs), P90Ratio: rs[min(len(rs)-1, int(math.Ceil(0.9*float64(len(rs))))-1)]})
+	}
+	sc := sim.Calibration{NodeCPUs: cal.NodeCPUs}
+	for _, p := range cal.Points {
+		sc.Points = append(sc.Points, sim.CalibrationPoint{Scenario: p.Scenario, BatchCores: p.BatchCores, ProdCores: p.ProdCores, P99Ratio: p.P99Ratio})
+	}
+	if fit, err := sc.FitInterference(); err != nil {
+		cal.InterferenceError = err.Error()
+		if cal.CensoredWindows > 0 {
+			cal.InterferenceError += fmt.Sprintf("; %d windows left out for failed or timed-out requests (an overloaded machine?)", cal.CensoredWindows)
+		}
+	} else {
+		cal.Interference = &fit
 	}
 	return cal
 }

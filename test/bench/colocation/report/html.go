@@ -71,6 +71,9 @@ func charts(r *Results) []*plot {
 			xLabel: "seconds", yLabel: "units/s"}
 		p99 := &plot{id: "p99-" + load, title: "Prod p99 per second, " + load + " load (round 1)",
 			xLabel: "seconds (intended send time)", yLabel: "ms"}
+		mem := &plot{id: "mem-" + load, title: "Node pods' memory, " + load + " load (round 1; ticks: evictions)",
+			xLabel: "seconds", yLabel: "GiB"}
+		memUsed := false
 		for _, sc := range Scenarios {
 			color := scenarioColor[sc]
 			var merged *hist.Histogram
@@ -116,7 +119,16 @@ func charts(r *Results) []*plot {
 				if c, ok := actionColor[a.Kind]; ok && a.Kind != ActionRestore {
 					cpu.markers = append(cpu.markers, marker{x: a.T, color: c})
 				}
+				if a.Kind == ActionEvict {
+					mem.markers = append(mem.markers, marker{x: a.T, color: actionColor[a.Kind]})
+				}
 			}
+			ml := line{name: sc, color: color}
+			for _, s := range first.Samples {
+				ml.xs, ml.ys = append(ml.xs, s.T), append(ml.ys, float64(s.NodeMemory)/(1<<30))
+				memUsed = memUsed || s.NodeMemory > 0
+			}
+			mem.lines = append(mem.lines, ml)
 			if sc != Alone && len(first.Progress) > 1 {
 				l := line{name: sc, color: color}
 				for i := 1; i < len(first.Progress); i++ {
@@ -138,6 +150,10 @@ func charts(r *Results) []*plot {
 			}
 		}
 		out = append(out, cdf, cpu, batch, p99)
+		if memUsed {
+			// Results from before memory was sampled have no memory chart.
+			out = append(out, mem)
+		}
 	}
 	return out
 }

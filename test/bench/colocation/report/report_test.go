@@ -34,6 +34,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/waterline-dev/waterline/pkg/sim"
 	"github.com/waterline-dev/waterline/test/bench/colocation/hist"
 	"github.com/waterline-dev/waterline/test/bench/colocation/loadgen"
 )
@@ -98,7 +99,9 @@ func testResults() *Results {
 					if load == Bursty && int(t/5)%2 == 1 {
 						prod += 0.4
 					}
-					run.Samples = append(run.Samples, Sample{T: t, Node: b + prod + 0.1, Prod: prod, Batch: b})
+					// Memory differs by scenario, so its chart's lines do not hide each other.
+					mem := int64(64+200*b) << 20
+					run.Samples = append(run.Samples, Sample{T: t, Node: b + prod + 0.1, Prod: prod, Batch: b, NodeMemory: mem + 32<<20, BatchMemory: mem})
 					units += int64(b * 500)
 					run.Progress = append(run.Progress, ProgressPoint{T: t, Units: units})
 				}
@@ -113,6 +116,26 @@ func testResults() *Results {
 				r.Runs = append(r.Runs, run)
 			}
 		}
+	}
+	// The memory scenario, steady load only: Batch memory grows to 2.4 GiB
+	// and the agent evicts one pod at t=12 s (a memory eviction: no CPU
+	// gap in its message).
+	for round := 1; round <= 2; round++ {
+		run := Run{Scenario: WaterlineMemory, Load: Steady, Round: round, Prod: prodResult(uint64(round*10+len(Steady)), 2e6, 1.1)}
+		var units int64
+		for t := 0.5; t <= 30; t += 0.5 {
+			mem := int64(min(t, 12) / 12 * 2.4 * (1 << 30))
+			if t > 12 {
+				mem = 1288490188 // 1.2 GiB
+			}
+			run.Samples = append(run.Samples, Sample{T: t, Node: 1.5, Prod: 0.7, Batch: 0.8, BatchMemory: mem, NodeMemory: mem + 64<<20})
+			units += 100
+			run.Progress = append(run.Progress, ProgressPoint{T: t, Units: units})
+		}
+		run.BatchUnits = units
+		run.Actions = []Action{{T: 12, Kind: ActionEvict, Pod: "batch-mem-1",
+			Message: "Evicted by node QoS on n1: memory_usage usage 2500000000 over evict line 2040000000 (x) by 460000000; pod releases 1288490188, 0 left"}}
+		r.Runs = append(r.Runs, run)
 	}
 	r.Loads = map[string][]loadgen.Phase{Steady: {{Duration: 30 * time.Second, Rate: 100}}}
 	return r
@@ -214,10 +237,17 @@ func TestSummarize(t *testing.T) {
 		{Waterline, Bursty, 2, 1.2, 0.4, 0.8, 4, 1, 2},
 		{WaterlineNoThrottle, Steady, 2, 2, 0.6, 1.2, 0, nan, 0},
 		{WaterlineNoThrottle, Bursty, 2, 2, 0.6, 1.2, 0, nan, 0},
+		// Other Batch pods than batch-alone's: no share.
+		{WaterlineMemory, Steady, 2, 1.1, nan, 0.8, 0, nan, 0},
 		{BatchAlone, "", 2, nan, 1, 2, 0, nan, 0},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateNaNs()); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	for _, r := range rows {
+		if want := map[string]int{WaterlineMemory: 2}[r.Scenario]; r.Evictions != want {
+			t.Errorf("%s/%s: %d evictions, want %d", r.Scenario, r.Load, r.Evictions, want)
+		}
 	}
 }
 
@@ -232,6 +262,38 @@ func TestCalibrate(t *testing.T) {
 			t.Errorf("bin [%v, %v): median ratio %v, want about 3", b.Lo, b.Hi, b.MedianRatio)
 		}
 	}
+	if cal.CensoredWindows != 0 {
+		t.Errorf("%d windows censored in runs without errors", cal.CensoredWindows)
+	}
+
+	// A window with a failed or timed-out request has a p99 that is a
+	// lower bound: it is no point of the calibration.
+	res := testResults()
+	var censored int
+	for i := range res.Runs {
+		if p := res.Runs[i].Prod; p != nil && res.Runs[i].Load == Steady && res.Runs[i].Scenario == Kubernetes {
+			for j := 0; j < len(p.Windows); j += 3 {
+				p.Windows[j].Errors = 1
+				censored++
+			}
+		}
+	}
+	cal = Calibrate(res, 0.25)
+	if cal.CensoredWindows != censored || len(cal.Points) != 3*2*30-censored {
+		t.Errorf("%d windows censored, %d points; want %d and %d", cal.CensoredWindows, len(cal.Points), censored, 3*2*30-censored)
+	}
+	// Every alone window censored: no baseline, no point, and the fit says why.
+	for i := range res.Runs {
+		if p := res.Runs[i].Prod; p != nil && res.Runs[i].Scenario == Alone {
+			for j := range p.Windows {
+				p.Windows[j].Errors = 1
+			}
+		}
+	}
+	cal = Calibrate(res, 0.25)
+	if len(cal.Points) != 0 || cal.Interference != nil || !strings.Contains(cal.InterferenceError, "timed-out") {
+		t.Errorf("no clean alone window: %d points, fit %v, error %q; want none, none and one naming the timed-out windows", len(cal.Points), cal.Interference, cal.InterferenceError)
+	}
 }
 
 func TestWriteDir(t *testing.T) {
@@ -244,7 +306,7 @@ func TestWriteDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Smoke run", "make bench-colocation", "load average: 1.00", `id="cdf-steady"`, `id="p99-bursty"`, "<table>", "busy 0.00 cores on average, the node's pods 1.8"} {
+	for _, want := range []string{"Smoke run", "make bench-colocation", "load average: 1.00", `id="cdf-steady"`, `id="p99-bursty"`, "<table>", "busy 0.00 cores on average, the node's pods 1.78", `id="mem-steady"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("index.html lacks %q", want)
 		}
@@ -260,8 +322,8 @@ func TestWriteDir(t *testing.T) {
 	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatalf("results.json does not read back: %v", err)
 	}
-	if len(back.Runs) != 18 || len(back.Summary) != 9 || !math.IsNaN(float64(back.Summary[0].BatchShare)) {
-		t.Errorf("read back %d runs, %d rows, alone's batch share %v; want 18, 9, null", len(back.Runs), len(back.Summary), back.Summary[0].BatchShare)
+	if len(back.Runs) != 20 || len(back.Summary) != 10 || !math.IsNaN(float64(back.Summary[0].BatchShare)) {
+		t.Errorf("read back %d runs, %d rows, alone's batch share %v; want 20, 10, null", len(back.Runs), len(back.Summary), back.Summary[0].BatchShare)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
 	if !strings.Contains(string(md), "| kubernetes | steady | 2 |") || !strings.Contains(string(md), "| batch-alone | - | 2 | - (-) | - (-) | - |") || strings.Contains(string(md), "≥") {
@@ -334,9 +396,13 @@ func TestReportRendersInChromium(t *testing.T) {
 				t.Errorf("chart %s: the %s line (%s) drew %d pixels, want at least 30", c.id, l.name, l.color, n)
 			}
 		}
-		if len(c.markers) > 0 {
-			if n := countColor(img, plotArea, actionColor[ActionThrottle]); n < 20 {
-				t.Errorf("chart %s: throttle ticks drew %d pixels", c.id, n)
+		ticks := map[string]bool{}
+		for _, m := range c.markers {
+			ticks[m.color] = true
+		}
+		for color := range ticks {
+			if n := countColor(img, plotArea, color); n < 20 {
+				t.Errorf("chart %s: action ticks (%s) drew %d pixels", c.id, color, n)
 			}
 		}
 	}
@@ -370,4 +436,44 @@ func countColor(img image.Image, r image.Rectangle, hex string) int {
 		}
 	}
 	return n
+}
+
+// TestCalibrationReadsInTheSimulator: the calibration.json the report
+// writes is what the simulator reads (waterline sim --calibration), with
+// the fit it would make, and it leaves out the memory scenario.
+func TestCalibrationReadsInTheSimulator(t *testing.T) {
+	dir := t.TempDir()
+	res := testResults()
+	if _, err := WriteDir(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	cal, err := sim.LoadCalibration(filepath.Join(dir, "calibration.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range cal.Points {
+		if !CPUScenarios[p.Scenario] {
+			t.Fatalf("calibration point of scenario %q: only the CPU scenarios calibrate", p.Scenario)
+		}
+	}
+	fit, err := cal.FitInterference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := Calibrate(res, 0.25)
+	if written.Interference == nil || *written.Interference != fit {
+		t.Errorf("calibration.json's fit %+v, the simulator's %+v", written.Interference, fit)
+	}
+	// Kubernetes: 3× at 1.5 Batch and 0.7 Prod cores of 2: κ = 2 ÷ (0.75 × 0.35) ≈ 7.6;
+	// Waterline and no-throttle lower: the fit lies between their κs.
+	if k := fit.InterferencePercent / 100; k < 1 || k > 7.7 {
+		t.Errorf("κ %v, want within the scenarios' own (1 to 7.6)", k)
+	}
+
+	// A smoke run is too short to fit, and the file says so.
+	short := &Results{Machine: res.Machine, Runs: []Run{res.Runs[0], res.Runs[1]}}
+	short.Runs[1].Prod.Windows = short.Runs[1].Prod.Windows[:3]
+	if c := Calibrate(short, 0.25); c.Interference != nil || !strings.Contains(c.InterferenceError, "usable points") {
+		t.Errorf("a 3-window calibration: fit %v, error %q", c.Interference, c.InterferenceError)
+	}
 }

@@ -38,13 +38,23 @@ const (
 	// WaterlineNoThrottle: Waterline with the throttle lines off
 	// (forbid-scheduling and eviction only).
 	WaterlineNoThrottle = "waterline-nothrottle"
+	// WaterlineMemory: Waterline with Batch pods whose memory grows past
+	// the node's memory evict line: the agent evicts them through the
+	// Eviction API. Its Batch pods differ from the other scenarios', so
+	// it has no share of batch-alone.
+	WaterlineMemory = "waterline-memory"
 	// BatchAlone: the Batch pods only, no Prod load: what the node gives
 	// Batch when nobody else wants it.
 	BatchAlone = "batch-alone"
 )
 
 // Scenarios lists the scenarios in report order.
-var Scenarios = []string{Alone, Kubernetes, Waterline, WaterlineNoThrottle, BatchAlone}
+var Scenarios = []string{Alone, Kubernetes, Waterline, WaterlineNoThrottle, WaterlineMemory, BatchAlone}
+
+// CPUScenarios are the scenarios whose Batch pods are the CPU and
+// cache burners: the ones a share of batch-alone and the calibration
+// compare.
+var CPUScenarios = map[string]bool{Kubernetes: true, Waterline: true, WaterlineNoThrottle: true, BatchAlone: true}
 
 // Load shapes.
 const (
@@ -103,6 +113,23 @@ type Run struct {
 	Actions []Action `json:"actions,omitempty"`
 	// Effects are the over-action measurements of Actions (Analyze).
 	Effects []Effect `json:"effects,omitempty"`
+	// BatchPods are the Batch pods as the API server admitted them:
+	// under Waterline, what the colocation profile's webhook made of them.
+	BatchPods []PodInfo `json:"batchPods,omitempty"`
+}
+
+// PodInfo is what a pod became at admission.
+type PodInfo struct {
+	Name              string `json:"name"`
+	Namespace         string `json:"namespace"`
+	Band              string `json:"band,omitempty"`
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	SchedulerName     string `json:"schedulerName,omitempty"`
+	// Requests and Limits are the first container's, by resource name.
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
+	// Replacement is a pod made after an eviction.
+	Replacement bool `json:"replacement,omitempty"`
 }
 
 // Sample is CPU use over one sampling interval, in cores.
@@ -114,6 +141,10 @@ type Sample struct {
 	Node  float64 `json:"node"`
 	Prod  float64 `json:"prod"`
 	Batch float64 `json:"batch"`
+	// BatchMemory is the Batch pods' memory (their cgroups' usage) and
+	// NodeMemory the node's pods', in bytes, at the end of the interval.
+	BatchMemory int64 `json:"batchMemory,omitempty"`
+	NodeMemory  int64 `json:"nodeMemory,omitempty"`
 	// Machine is the whole machine's busy CPU (/proc/stat): the node, the
 	// load generator, the control plane and anything else running.
 	Machine float64 `json:"machine"`
@@ -139,8 +170,9 @@ type Action struct {
 	Kind string  `json:"kind"`
 	Pod  string  `json:"pod"`
 	// GapMilli is the gap to the line the planner meant to close (CPU
-	// millicores), ReleaseMilli what it booked for this pod; 0 when the
-	// message did not say.
+	// millicores), ReleaseMilli what it booked for this pod (millicores;
+	// bytes for a memory eviction, whose message gives no CPU gap); 0
+	// when the message did not say.
 	GapMilli     int64 `json:"gapMilli,omitempty"`
 	ReleaseMilli int64 `json:"releaseMilli,omitempty"`
 	// Message is the Event's text.

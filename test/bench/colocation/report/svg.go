@@ -38,7 +38,7 @@ const (
 // deficiencies; markers of actions.
 var (
 	scenarioColor = map[string]string{
-		Alone: "#4e79a7", Kubernetes: "#e15759", Waterline: "#59a14f", WaterlineNoThrottle: "#f28e2b", BatchAlone: "#b07aa1",
+		Alone: "#4e79a7", Kubernetes: "#e15759", Waterline: "#59a14f", WaterlineNoThrottle: "#f28e2b", WaterlineMemory: "#9c755f", BatchAlone: "#b07aa1",
 	}
 	actionColor = map[string]string{ActionThrottle: "#17becf", ActionEvict: "#222222", ActionRestore: "#bcbd22"}
 )

@@ -33,10 +33,18 @@ const (
 	// CPUUnitSteps steps.
 	KindCPU = "cpu"
 	// KindMem streams read-modify-writes through a buffer far larger than
-	// the last-level cache, a cache line at a time: a unit is one pass.
-	// It takes memory bandwidth and evicts its neighbours' cache lines.
+	// the last-level cache, a cache line at a time: a unit is MemUnitBytes
+	// of it (one pass of the default buffer). It takes memory bandwidth
+	// and evicts its neighbours' cache lines.
 	KindMem = "mem"
 )
+
+// MemUnitBytes is the size of a mem unit: the same work whatever the
+// buffer's size.
+const MemUnitBytes = 64 << 20
+
+// memChunkBytes is how a mem buffer grows.
+const memChunkBytes = 16 << 20
 
 // CPUUnitSteps is the size of a CPU unit (about 1 ms of a core here).
 const CPUUnitSteps = 1 << 16
@@ -47,8 +55,12 @@ type BurnerConfig struct {
 	Kind string
 	// Threads is the number of goroutines burning, each on its own thread.
 	Threads int
-	// MemBytes is the buffer a mem unit passes over (default 64 MiB).
+	// MemBytes is the buffer each mem thread passes over (default 64 MiB).
 	MemBytes int
+	// Ramp makes a mem burner a job whose memory grows: its buffer grows
+	// from one chunk to MemBytes over Ramp, each new page touched at once
+	// (0: all of it from the start).
+	Ramp time.Duration
 	// Progress is the file progress lines are appended to (JSON lines,
 	// see Progress); empty writes none.
 	Progress string
@@ -71,6 +83,9 @@ func (c *BurnerConfig) Validate() error {
 	}
 	if c.MemBytes < 1<<20 || c.MemBytes > 8<<30 {
 		return fmt.Errorf("mem-bytes %d: must be in [1 MiB, 8 GiB]", c.MemBytes)
+	}
+	if c.Ramp < 0 {
+		return fmt.Errorf("ramp %v: must not be negative", c.Ramp)
 	}
 	if c.Interval == 0 {
 		c.Interval = time.Second
@@ -132,17 +147,12 @@ func RunBurner(ctx context.Context, cfg BurnerConfig) (int64, error) {
 		go func() {
 			defer wg.Done()
 			runtime.LockOSThread()
-			var buf []uint64
-			if cfg.Kind == KindMem {
-				buf = make([]uint64, cfg.MemBytes/8)
-			}
 			x := uint64(i + 1)
-			for ctx.Err() == nil {
-				if cfg.Kind == KindCPU {
-					x = Spin(CPUUnitSteps, x)
-				} else {
-					x = memPass(buf, x)
-				}
+			if cfg.Kind == KindMem {
+				x = burnMem(ctx, cfg, &units, x)
+			}
+			for cfg.Kind == KindCPU && ctx.Err() == nil {
+				x = Spin(CPUUnitSteps, x)
 				units.Add(1)
 			}
 			sink.Add(x)
@@ -163,6 +173,61 @@ func RunBurner(ctx context.Context, cfg BurnerConfig) (int64, error) {
 			}
 		}
 	}
+}
+
+// burnMem passes over a buffer of cfg.MemBytes, grown over cfg.Ramp,
+// until ctx ends, adding a unit per MemUnitBytes passed. The buffer grows
+// on the clock, not with the passes, and growing comes first: before each
+// chunk's pass the buffer is grown to what the clock says, so a burner
+// short of CPU (throttled, or on a busy machine) passes slowly but holds
+// its memory on time, as a job whose memory grows does. Chunks are
+// mapped populated (allocChunk): backing a page costs the kernel's
+// zeroing, not a fault per page, which on a virtual machine halves the
+// CPU a burner needs to grow.
+func burnMem(ctx context.Context, cfg BurnerConfig, units *atomic.Int64, x uint64) uint64 {
+	chunk := min(memChunkBytes, cfg.MemBytes)
+	nChunks := (cfg.MemBytes + chunk - 1) / chunk
+	var chunks [][]uint64
+	defer func() {
+		for _, c := range chunks {
+			freeChunk(c)
+		}
+	}()
+	start := time.Now()
+	grow := func() bool {
+		want := nChunks
+		if cfg.Ramp > 0 {
+			want = max(1, min(nChunks, int(float64(nChunks)*float64(time.Since(start))/float64(cfg.Ramp))))
+		}
+		for len(chunks) < want && ctx.Err() == nil {
+			chunks = append(chunks, allocChunk(chunk))
+		}
+		return len(chunks) < nChunks
+	}
+	growing := grow()
+	var done int
+	for ctx.Err() == nil {
+		for i := 0; i < len(chunks) && ctx.Err() == nil; i++ {
+			if growing {
+				growing = grow()
+			}
+			x = memPass(chunks[i], x)
+			done += chunk
+			for done >= MemUnitBytes {
+				units.Add(1)
+				done -= MemUnitBytes
+			}
+		}
+	}
+	return x
+}
+
+// touch writes a word of every page of buf, so the kernel backs it now.
+func touch(buf []uint64) []uint64 {
+	for i := 0; i < len(buf); i += 512 {
+		buf[i] = 1
+	}
+	return buf
 }
 
 // memPass reads and writes one word of every cache line of buf.

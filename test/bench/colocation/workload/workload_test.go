@@ -22,7 +22,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -158,6 +160,63 @@ func TestBurnersReportProgress(t *testing.T) {
 	}
 }
 
+// TestMemBurnerGrows: with a ramp the mem burner's memory grows from one
+// chunk to its buffer size, as a job whose memory grows (the memory
+// pressure scenario's Batch pods): resident, as the node's cgroups see
+// it, on the clock; its units count the same work whatever the buffer's
+// size; and it gives the memory back when it stops.
+func TestMemBurnerGrows(t *testing.T) {
+	resident := func() int64 {
+		b, err := os.ReadFile("/proc/self/statm")
+		if err != nil {
+			t.Skipf("SKIP: resident memory not readable here (%v)", err)
+		}
+		f := strings.Fields(string(b))
+		pages, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			t.Fatalf("/proc/self/statm %q: %v", b, err)
+		}
+		return pages * int64(os.Getpagesize())
+	}
+	base := resident()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan int64)
+	began := time.Now()
+	go func() {
+		units, _ := RunBurner(ctx, BurnerConfig{Kind: KindMem, Threads: 1, MemBytes: 128 << 20, Ramp: 400 * time.Millisecond})
+		done <- units
+	}()
+	time.Sleep(50 * time.Millisecond)
+	early := resident() - base
+	// Generous: the machine may be busy.
+	deadline := time.Now().Add(10 * time.Second)
+	var late int64
+	for time.Now().Before(deadline) {
+		if late = resident() - base; late >= 120<<20 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	grown := time.Since(began)
+	cancel()
+	units := <-done
+	after := resident() - base
+	if early > 48<<20 {
+		t.Errorf("%d MiB resident 50ms into a 400ms ramp to 128 MiB, want at most 3 chunks of 16", early>>20)
+	}
+	if late < 120<<20 {
+		t.Errorf("%d MiB resident after the ramp, want about the whole 128 MiB", late>>20)
+	}
+	t.Logf("128 MiB resident after %v of a 400ms ramp", grown.Round(time.Millisecond))
+	if units == 0 {
+		t.Error("no unit done")
+	}
+	if after > 64<<20 {
+		t.Errorf("%d MiB still resident after the burner stopped, want its buffer given back", after>>20)
+	}
+}
+
 func TestBurnerConfigErrors(t *testing.T) {
 	for _, c := range []struct {
 		cfg  BurnerConfig
@@ -167,6 +226,7 @@ func TestBurnerConfigErrors(t *testing.T) {
 		{BurnerConfig{Kind: KindCPU}, "threads 0"},
 		{BurnerConfig{Kind: KindMem, Threads: 1, MemBytes: 10}, "mem-bytes 10"},
 		{BurnerConfig{Kind: KindCPU, Threads: 1, Interval: time.Millisecond}, "interval 1ms"},
+		{BurnerConfig{Kind: KindMem, Threads: 1, Ramp: -time.Second}, "ramp -1s"},
 	} {
 		if _, err := RunBurner(t.Context(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("RunBurner(%+v) = %v, want an error naming %q", c.cfg, err, c.want)

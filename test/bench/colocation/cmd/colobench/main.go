@@ -113,6 +113,7 @@ func burn(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Kind, "kind", workload.KindCPU, "cpu or mem.")
 	fs.IntVar(&cfg.Threads, "threads", 1, "Burning threads.")
 	fs.IntVar(&cfg.MemBytes, "mem-bytes", 64<<20, "Buffer of the mem kind, bytes.")
+	fs.DurationVar(&cfg.Ramp, "ramp", 0, "Grow the mem buffer to --mem-bytes over this long (0: all at once).")
 	fs.StringVar(&cfg.Progress, "progress", "", "File to append progress lines to (JSON lines).")
 	fs.DurationVar(&cfg.Interval, "interval", time.Second, "Progress line interval.")
 	fs.StringVar(&cfg.Name, "name", os.Getenv("POD_NAME"), "Name in the progress lines (default $POD_NAME).")
