@@ -70,6 +70,6 @@ func (s *system) testBatchTier(t *testing.T) {
 	p = s.waitRunning(t, ns, "job")["job"]
 	testutil.Eventually(t, time.Minute, time.Second, func() (bool, error) {
 		q := s.podQuota(t, p)
-		return q == 40000, fmt.Errorf("pod cgroup quota %d, want 40000 (400m)", q)
+		return q == 400, fmt.Errorf("pod cgroup quota %dm, want 400m", q)
 	}, "waiting for the agent to hold the Batch pod to its tier limit in its kubelet-made cgroup")
 }
