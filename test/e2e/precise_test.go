@@ -124,7 +124,7 @@ func (s *system) cores(t *testing.T, cgs map[string]string, d time.Duration) map
 // machine is not the node's load. The test measures the node with the
 // Prod burner off and on, then sets the throttle line so that the Prod
 // load, when it comes, crosses it by a gap about half of what one Batch
-// pod uses (and the restore line half the Prod step under it). Switching
+// pod uses (and the restore line halfway down to the node without it). Switching
 // the Prod burner on, the agent must throttle fewer Batch pods than it
 // could, the first of them releasing the whole gap its Events state,
 // never the Prod pod, and the node settles at the line. Switching it off,
@@ -193,9 +193,11 @@ func (s *system) testThrottleOnlyAsNeeded(t *testing.T) {
 	// Lines are whole percents of the node's CPU: the gap is at least the
 	// one planned, and at most 1 % more.
 	line := int32(math.Floor(100 * (1000*on["node"] - 1000*gap) / capMilli))
-	restore := line - int32(math.Ceil(100*1000*step/2/capMilli))
-	if restore < 1 {
-		t.Fatalf("no room for a restore line under the throttle line %d %%", line)
+	// The restore line halfway between the node without the Prod load
+	// and the throttle line (at which a throttled node settles).
+	restore := int32(math.Round(100 * (1000*off["node"] + float64(line)*capMilli/100) / 2 / capMilli))
+	if restore < 1 || restore >= line {
+		t.Fatalf("no room for a restore line between the node without the Prod load (%.0fm) and the throttle line %d %%", 1000*off["node"], line)
 	}
 	t.Logf("Throttle line %d %% (%.0fm), restore line %d %% (%.0fm): the Prod load should cross the throttle line by about %.0fm",
 		line, float64(line)*capMilli/100, restore, float64(restore)*capMilli/100, 1000*on["node"]-float64(line)*capMilli/100)
