@@ -192,6 +192,7 @@ func TestSimulatedAgentsPredictMid(t *testing.T) {
 	}
 	runCtx, cancel := context.WithCancel(klog.NewContext(ctx, klog.Background()))
 	done := make(chan error, 1)
+	simStart := time.Now()
 	go func() { done <- sim.Run(runCtx) }()
 	t.Cleanup(func() {
 		cancel()
@@ -214,8 +215,13 @@ func TestSimulatedAgentsPredictMid(t *testing.T) {
 		if cond == nil || cond.Status != metav1.ConditionTrue || nm.Status.ProdPeak == nil {
 			return false, fmt.Errorf("no ready prediction yet: condition %+v, prodPeak %v", cond, nm.Status.ProdPeak)
 		}
+		// A prediction from a whole day and a half of history: less may
+		// have seen only the night.
+		if nm.Status.PredictionTime == nil || nm.Status.PredictionTime.Time.Before(simStart.Add(model.Period*3/2)) {
+			return false, fmt.Errorf("prediction of %v, from less than a day and a half of history", nm.Status.PredictionTime)
+		}
 		return true, nil
-	}, "waiting for the simulated agent's Prod peak prediction on kwok-0")
+	}, "waiting for the simulated agent's Prod peak prediction on kwok-0 after a day and a half")
 	peakCPU := nm.Status.ProdPeak.Cpu().AsApproximateFloat64()
 	peakMem := nm.Status.ProdPeak.Memory().AsApproximateFloat64()
 	t.Logf("Prod peak cpu %.2f (mean use %.2f, requests 8), memory %.2f GiB (mean use %.2f, requests 16); reclaimable %v",
@@ -244,8 +250,11 @@ func TestSimulatedAgentsPredictMid(t *testing.T) {
 	t.Logf("kwok-0 allocatable: mid-cpu %s, mid-memory %s, batch-cpu %s, batch-memory %s", mid.String(),
 		ptr.To(alloc[extension.ResourceMidMemory]).String(), ptr.To(alloc[extension.ResourceBatchCPU]).String(), ptr.To(alloc[extension.ResourceBatchMemory]).String())
 	// Mid is sold from what the Prod pods requested but are predicted not
-	// to use: never more than requests minus the peak.
-	if got, most := mid.Value(), int64(math.Round(1000*(8-peakCPU)))+50; got > most {
-		t.Errorf("mid-cpu %dm, more than the Prod requests minus the reported peak (%dm, 50m of slack for a newer peak)", got, most)
+	// to use: never more than requests minus the peak, give or take the
+	// manager's update threshold (it rewrites a value only when it moves
+	// by more than 5 % of the node's 32 cores, and the peak grew as the
+	// history did).
+	if got, most := mid.Value(), int64(math.Round(1000*(8-peakCPU)))+1600; got > most {
+		t.Errorf("mid-cpu %dm, more than the Prod requests minus the reported peak plus the update threshold (%dm)", got, most)
 	}
 }
