@@ -62,9 +62,10 @@ func TestRealNodeSweep(t *testing.T) {
 	pod = c.WaitPodRunning(t, "default", pod.Name, 2*time.Minute)
 	podCgroup := dead.PodCgroup(pod)
 
-	dead.KillUncleanly()
+	release := dead.KillUncleanly()
 	// Whatever happens below, nothing of the dead node outlives the test.
 	t.Cleanup(func() {
+		release()
 		if err := testutil.SweepRealNodes(t.Logf); err != nil {
 			t.Errorf("Sweeping at the end: %v", err)
 		}
@@ -86,6 +87,9 @@ func TestRealNodeSweep(t *testing.T) {
 		t.Errorf("no kubelet volume mount among the leftovers: %v", mounts)
 	}
 
+	// The owner lock goes as with the test binary's death; from here on
+	// any real node's start may sweep the dead one.
+	release()
 	next := c.StartRealNode(t, "next")
 
 	if left := processesNaming(dead.ContainerdSocket); len(left) > 0 {

@@ -493,21 +493,24 @@ func (n *RealNode) Stop(t testing.TB) {
 // KillUncleanly SIGKILLs kubelet and containerd at once, as the death of a
 // test binary does (their Pdeathsig), and leaves everything they started
 // as that death leaves it: the shims and the pods' processes running, the
-// mounts under Dir, the cgroups under CgroupRoot. The owner lock goes as
-// it would with the process, so the next StartRealNode (or SweepRealNodes)
-// finds the node dead and sweeps it; Stop then does nothing. For testing
-// the sweep.
-func (n *RealNode) KillUncleanly() {
+// mounts under Dir, the cgroups under CgroupRoot. Stop then does nothing.
+// The owner lock is kept until release is called, which drops it as the
+// dying process would: from then on the next StartRealNode (or
+// SweepRealNodes), in this test binary or another, finds the node dead and
+// sweeps it. For testing the sweep.
+func (n *RealNode) KillUncleanly() (release func()) {
 	n.cleanOnce.Do(func() {
 		for _, p := range []*Process{n.kubelet, n.containerd} {
 			if p != nil {
 				p.Kill()
 			}
 		}
+	})
+	return func() {
 		if n.lock != nil {
 			_ = n.lock.Close()
 		}
-	})
+	}
 }
 
 // podUIDs are the UIDs of the pods the API server has on the node, for
