@@ -130,10 +130,11 @@ fi
 # path travels in the environment: a process naming $1 on its command line
 # would count as one of the cluster's.
 mounts_under() {
+  case "$1" in /?*/?*) ;; *) echo "mounts_under: refusing the path '$1'" >&2; return 1 ;; esac
   D="$1" awk '{
     m = $5; gsub(/\\040/, " ", m); gsub(/\\134/, "\\", m)
     d = ENVIRON["D"]
-    if (m == d || index(m, d "/") == 1) { n = gsub(/\//, "/", m); print n "\t" m }
+    if (d != "" && (m == d || index(m, d "/") == 1)) { n = gsub(/\//, "/", m); print n "\t" m }
   }' /proc/self/mountinfo | sort -rn -k1,1 | cut -f2-
 }
 
@@ -155,13 +156,29 @@ unmount_under() {
 # cluster_pids lists the processes of the local cluster whose command line
 # names a path under $1 (default $dir: etcd, the API server, kubelet,
 # containerd and its shims, which name its socket, ...) and those in the
-# real node's cgroups (the pods'). The paths travel in the environment, so
-# the listing never lists itself.
+# real node's cgroups (the pods'). The path reaches awk through its
+# environment, so the listing never lists itself. It refuses a path that is
+# not absolute and at least two levels deep: with an empty or short one
+# every process of the machine would match.
 cluster_pids() {
+  local prefix="${1:-$dir}"
+  case "$prefix" in
+    /?*/?*) ;;
+    *) echo "cluster_pids: refusing to match processes by the path '$prefix'" >&2; return 1 ;;
+  esac
+  local cgs=()
+  if [[ "$node_cgroup_root" == /waterline-local-up-?* ]]; then
+    cgs=(/sys/fs/cgroup/*/"${node_cgroup_root#/}")
+  fi
   {
-    D="${1:-$dir}/" ps -ww -eo pid=,args= | awk 'index($0, ENVIRON["D"]) { print $1 }'
-    find /sys/fs/cgroup/*/"${node_cgroup_root#/}" -name cgroup.procs -exec cat {} + 2>/dev/null
-  } | sort -un | grep -vx "$$" || true
+    # This script's own subshells share its command line: never them.
+    ps -ww -eo pid=,args= | D="${prefix%/}/" SELF="$(tr '\0' ' ' </proc/$$/cmdline)" awk '
+      { args = $0; sub(/^ *[0-9]+ /, "", args) }
+      length(ENVIRON["D"]) > 2 && index(args, ENVIRON["D"]) > 0 && args " " != ENVIRON["SELF"] { print $1 }'
+    if [[ ${#cgs[@]} -gt 0 && -d "${cgs[0]}" ]]; then
+      find "${cgs[@]}" -name cgroup.procs -exec cat {} + 2>/dev/null
+    fi
+  } | sort -un | awk -v self="$$" '$1 > 1 && $1 != self { print $1 }'
 }
 
 # kill_cluster_processes SIGKILLs cluster_pids $1 until none is left (a
