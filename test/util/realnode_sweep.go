@@ -199,6 +199,11 @@ func sweepNode(dir string) (string, error) {
 // runc shims, whose -address is the socket), and every process in a cgroup
 // under its cgroup root (the pods').
 func nodeProcesses(dir, socket, cgroupRoot string) []int {
+	// Only ever a node's own names: an empty or other path would match
+	// every process of the machine.
+	if !ownNodeNames(dir, cgroupRoot) {
+		return nil
+	}
 	self := os.Getpid()
 	seen := map[int]bool{}
 	entries, _ := os.ReadDir("/proc")
@@ -212,7 +217,7 @@ func nodeProcesses(dir, socket, cgroupRoot string) []int {
 			continue
 		}
 		for _, a := range strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00") {
-			if a == socket || a == dir || strings.HasPrefix(a, dir+"/") {
+			if a == socket || a == dir || strings.Contains(a, dir+"/") {
 				seen[pid] = true
 				break
 			}
@@ -224,7 +229,7 @@ func nodeProcesses(dir, socket, cgroupRoot string) []int {
 			continue
 		}
 		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil && pid != self {
+			if pid, err := strconv.Atoi(f); err == nil && pid != self && pid > 1 {
 				seen[pid] = true
 			}
 		}
@@ -235,6 +240,15 @@ func nodeProcesses(dir, socket, cgroupRoot string) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// ownNodeNames reports whether dir and cgroupRoot are a real node's names:
+// an absolute directory named waterline-node-<suffix> and the cgroup root
+// of the same name.
+func ownNodeNames(dir, cgroupRoot string) bool {
+	base := filepath.Base(dir)
+	return filepath.IsAbs(dir) && strings.HasPrefix(base, nodeNamePrefix) && len(base) > len(nodeNamePrefix) &&
+		cgroupRoot == "/"+base
 }
 
 // killNodeProcesses SIGKILLs the node's processes until none is left
@@ -278,6 +292,9 @@ func isZombie(pid int) bool {
 // cgroupTree lists the directories of cgroup cg and everything under it in
 // every hierarchy, deepest first.
 func cgroupTree(cg string) []string {
+	if !strings.HasPrefix(cg, "/"+nodeNamePrefix) {
+		return nil // never a hierarchy's root, nor another tool's cgroup
+	}
 	var dirs []string
 	for _, root := range cgroupDirs(cg) {
 		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {

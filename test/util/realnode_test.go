@@ -170,6 +170,25 @@ func TestSweepRealNodes(t *testing.T) {
 	}
 }
 
+// TestNodeProcessesOnlyOwnNames: the process and cgroup listings of a node
+// refuse anything but a node's own names, so that a bug upstream can never
+// turn them into "every process" or "every cgroup".
+func TestNodeProcessesOnlyOwnNames(t *testing.T) {
+	for _, tc := range []struct{ dir, cgroupRoot string }{
+		{"", ""}, {"/", "/"}, {"/tmp", "/tmp"}, {"/tmp/waterline-node-", "/waterline-node-"},
+		{"waterline-node-x", "/waterline-node-x"}, {"/tmp/waterline-node-x", "/"}, {"/tmp/waterline-node-x", "/waterline-node-y"},
+	} {
+		if got := nodeProcesses(tc.dir, tc.dir+"/containerd.sock", tc.cgroupRoot); got != nil {
+			t.Errorf("nodeProcesses(%q, %q) = %d processes, want none: not a node's names", tc.dir, tc.cgroupRoot, len(got))
+		}
+	}
+	for _, cg := range []string{"", "/", "/kubepods", "waterline-node-x"} {
+		if got := cgroupTree(cg); got != nil {
+			t.Errorf("cgroupTree(%q) = %v, want nothing: not a node's cgroup root", cg, got)
+		}
+	}
+}
+
 // fixtureNode is a RealNode over a fixture cgroup tree of version v, with
 // a Burstable pod, the QoS cgroups and kubepods.
 func fixtureNode(t *testing.T, v cgroups.Version) (*RealNode, *corev1.Pod, cgroupstest.Tree) {
