@@ -188,6 +188,12 @@ kill_cluster_processes() {
   for round in $(seq 1 50); do
     mapfile -t ps_ < <(cluster_pids "$@")
     [[ ${#ps_[@]} -gt 0 ]] || return 0
+    # A local cluster is a few dozen processes: a list of hundreds is a
+    # bug in the matching, not a cluster to kill.
+    if [[ ${#ps_[@]} -gt 300 ]]; then
+      echo "refusing to kill ${#ps_[@]} processes as the local cluster's (in ${1:-$dir}): that is most of the machine" >&2
+      return 1
+    fi
     for p in "${ps_[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     sleep 0.1
   done
