@@ -190,7 +190,7 @@ kill_cluster_processes() {
     [[ ${#ps_[@]} -gt 0 ]] || return 0
     # A local cluster is a few dozen processes: a list of hundreds is a
     # bug in the matching, not a cluster to kill.
-    if [[ ${#ps_[@]} -gt 300 ]]; then
+    if [[ ${#ps_[@]} -gt 150 ]]; then
       echo "refusing to kill ${#ps_[@]} processes as the local cluster's (in ${1:-$dir}): that is most of the machine" >&2
       return 1
     fi
