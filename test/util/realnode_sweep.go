@@ -258,6 +258,11 @@ func killNodeProcesses(dir, socket, cgroupRoot string) (int, error) {
 	killed := map[int]bool{}
 	for range 100 {
 		pids := nodeProcesses(dir, socket, cgroupRoot)
+		// A node is a few dozen processes: hundreds would be a bug in the
+		// matching, not a node to kill.
+		if len(pids) > 150 {
+			return len(killed), fmt.Errorf("refusing to kill %d processes as the node's in %s: that is most of the machine", len(pids), dir)
+		}
 		live := 0
 		for _, pid := range pids {
 			if isZombie(pid) {
