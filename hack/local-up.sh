@@ -7,7 +7,10 @@
 # Settings (environment):
 #   NODES=20                      fake nodes to create
 #   NODE_CPU=32 NODE_MEMORY=128Gi capacity of each fake node
-#   LOCAL_UP_DIR=_output/local-up state, certificates, logs, kubeconfig
+#   LOCAL_UP_DIR=_output/local-up state, certificates, logs, kubeconfig;
+#                                 one cluster per directory ($LOCAL_UP_DIR.lock),
+#                                 and what a killed run left in it (processes,
+#                                 mounts, cgroups) is swept at the next start
 #   ETCD_PORT=2379 APISERVER_PORT=6443  loopback ports
 #   WATERLINE_COMPONENTS="scheduler manager agent kwok-agent"
 #                                       Waterline components to run ("" for
