@@ -118,10 +118,10 @@ func (s *system) cores(t *testing.T, cgs map[string]string, d time.Duration) map
 	return out
 }
 
-// testThrottleOnlyAsNeeded: four Batch burners (300m limits) run beside a
-// Prod pod whose burner the test switches on and off (300m limit). The
-// agent sees only the node's pods (the proc view), so other work on the
-// machine is not the node's load. The test measures the node with the
+// testThrottleOnlyAsNeeded: four Batch burners (200m limits) run beside a
+// Prod pod whose burner the test switches on and off (200m limit). The
+// agent sees only the node's pods (the proc view), and the node's cgroup
+// outweighs other work on the machine, so the node's load is the test's. The test measures the node with the
 // Prod burner off and on, then sets the throttle line so that the Prod
 // load, when it comes, crosses it by a gap about half of what one Batch
 // pod uses (and the restore line halfway down to the node without it). Switching
@@ -132,6 +132,21 @@ func (s *system) cores(t *testing.T, cgs map[string]string, d time.Duration) map
 func (s *system) testThrottleOnlyAsNeeded(t *testing.T) {
 	s.view.SetMode(testutil.ViewPods)
 	t.Cleanup(func() { s.view.SetMode(testutil.ViewMachine) })
+	// The node's cgroup competes, as one, with every process outside it:
+	// on a busy shared machine it gets a small share, its pods run far
+	// under their quotas and a Prod load cannot raise its usage at all
+	// (it only takes from the Batch pods). For this scenario the node
+	// weighs as much as 64 busy processes; its pods stay capped by their
+	// quotas (1 core in all), so the rest of the machine keeps the other.
+	undo, err := s.node.SetCPUShares(64 * 1024)
+	if err != nil {
+		t.Fatalf("Weighting the node's cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := undo(); err != nil {
+			t.Errorf("Putting the node's cgroup weight back: %v", err)
+		}
+	})
 	ns := s.namespace(t, "precise")
 	ctl := filepath.Join(s.node.Dir, "precise-ctl")
 	if err := os.MkdirAll(ctl, 0o755); err != nil {
@@ -152,11 +167,11 @@ func (s *system) testThrottleOnlyAsNeeded(t *testing.T) {
 	}
 	// A busy loop while /ctl/burn exists: test is a shell builtin, so
 	// the loop forks nothing; off, it checks five times a second.
-	s.createPod(t, ns, podSpec{name: "prod", class: "waterline-prod", cpuRequest: "300m", cpuLimit: "300m", hostDir: ctl,
+	s.createPod(t, ns, podSpec{name: "prod", class: "waterline-prod", cpuRequest: "200m", cpuLimit: "200m", hostDir: ctl,
 		script: "trap 'exit 0' TERM; while :; do if [ -e /ctl/burn ]; then :; else sleep 0.2; fi; done"})
 	batch := []string{"batch-1", "batch-2", "batch-3", "batch-4"}
 	for _, b := range batch {
-		s.createPod(t, ns, podSpec{name: b, class: "waterline-batch", burners: 1, cpuRequest: "100m", cpuLimit: "300m"})
+		s.createPod(t, ns, podSpec{name: b, class: "waterline-batch", burners: 1, cpuRequest: "100m", cpuLimit: "200m"})
 	}
 	pods := s.waitRunning(t, ns, append([]string{"prod"}, batch...)...)
 	layout, err := s.node.Layout()
@@ -166,7 +181,7 @@ func (s *system) testThrottleOnlyAsNeeded(t *testing.T) {
 	cgs := map[string]string{"node": layout.KubepodsCgroup()}
 	batchPods, limits := map[string]*corev1.Pod{}, map[string]int64{}
 	for _, b := range batch {
-		batchPods[b], limits[b] = pods[b], 300
+		batchPods[b], limits[b] = pods[b], 200
 		cgs[b] = layout.PodCgroup(pods[b].UID, pods[b].Status.QOSClass)
 	}
 
@@ -255,8 +270,8 @@ func (s *system) testThrottleOnlyAsNeeded(t *testing.T) {
 		}
 		return true, nil
 	}, "waiting for the throttled quotas in the pods' cgroups")
-	if q := s.podQuota(t, pods["prod"]); q != 300 {
-		t.Errorf("the Prod pod's cgroup quota is %dm, want its limit's 300m (untouched)", q)
+	if q := s.podQuota(t, pods["prod"]); q != 200 {
+		t.Errorf("the Prod pod's cgroup quota is %dm, want its limit's 200m (untouched)", q)
 	}
 	s.checkQuotasSurviveKubelet(t, ns, batchPods, limits, float64(line)/100)
 

@@ -19,6 +19,7 @@ package util
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -118,4 +119,18 @@ func (n *RealNode) QoSCgroup(qos corev1.PodQOSClass) (string, error) {
 		return "", err
 	}
 	return l.QoSCgroup(qos), nil
+}
+
+// SetCPUShares sets the CPU weight of the node's cgroup root, which
+// competes as one with every process outside it (cpu.shares on v1,
+// cpu.weight converted from shares on v2), and returns how to put the old
+// one back. The harness leaves it at the default (1024, one busy process)
+// unless a test needs the node's pods to get the CPU their quotas allow on
+// a machine shared with other work.
+func (n *RealNode) SetCPUShares(shares uint64) (cgroups.Undo, error) {
+	l, err := n.Layout()
+	if err != nil {
+		return nil, err
+	}
+	return l.SetCPUShares(strings.TrimPrefix(n.CgroupRoot, "/"), shares)
 }

@@ -208,6 +208,7 @@ func fixtureNode(t *testing.T, v cgroups.Version) (*RealNode, *corev1.Pod, cgrou
 		Status:     corev1.PodStatus{QOSClass: corev1.PodQOSBurstable},
 	}
 	for cg, u := range map[string]cgroupstest.Usage{
+		"waterline-node-fixture":                     {},
 		l.KubepodsCgroup():                           {CPUNanos: 7_000_000_000, MemoryUsage: 900 << 20, InactiveFile: 100 << 20},
 		l.QoSCgroup(corev1.PodQOSBurstable):          {CPUNanos: 5_000_000_000},
 		l.QoSCgroup(corev1.PodQOSBestEffort):         {},
@@ -262,6 +263,18 @@ func TestRealNodeCgroupChecks(t *testing.T) {
 			}
 			if s, err := n.CgroupCPUShares(be); err != nil || s != 2 {
 				t.Errorf("besteffort shares = %d, %v; want 2", s, err)
+			}
+			undo, err := n.SetCPUShares(65536)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// v2 keeps a weight: shares read back as the smallest with
+			// the same weight.
+			if s, err := n.CgroupCPUShares("waterline-node-fixture"); err != nil || cgroups.CPUSharesToWeight(s) != cgroups.CPUSharesToWeight(65536) {
+				t.Errorf("the node root's shares after SetCPUShares(65536) = %d, %v", s, err)
+			}
+			if err := undo(); err != nil {
+				t.Fatal(err)
 			}
 			noQoS := *pod
 			noQoS.Status.QOSClass = ""
