@@ -34,8 +34,12 @@ import (
 // into a Batch pod asking for batch-cpu instead of cpu, placed on the node
 // by waterline-scheduler, and held to its 400m limit in its kubelet-made
 // cgroup by the agent (kubelet itself sets no quota: the pod has no cpu
-// limit any more).
+// limit any more). The agent sees the node's pods only (the proc view).
 func (s *system) testBatchTier(t *testing.T) {
+	// Batch is sold from what the node does not use: the node's pods
+	// only, so that other work on a shared machine does not leave none.
+	s.view.SetMode(testutil.ViewPods)
+	t.Cleanup(func() { s.view.SetMode(testutil.ViewMachine) })
 	var batch int64
 	deadline := time.Now().Add(90 * time.Second)
 	for {
