@@ -48,9 +48,18 @@ func (s *system) testBatchTier(t *testing.T) {
 			t.Fatal(err)
 		}
 		q := n.Status.Allocatable[extension.ResourceBatchCPU]
-		batch = q.Value()
-		if batch >= 300 {
+		// Enough on two reads 2 s apart: kubelet admits the pod against
+		// its own (informer's) copy of the node, which may lag a value
+		// the manager has just raised.
+		enough := q.Value() >= 300
+		if enough && batch >= 300 {
+			batch = q.Value()
 			break
+		}
+		batch = q.Value()
+		if enough {
+			time.Sleep(2 * time.Second)
+			continue
 		}
 		if time.Now().After(deadline) {
 			t.Skipf("SKIP: the manager sells %dm batch-cpu on the real node, too little for a 200m pod: the node's CPU is in use (%.0f %%, other work on this machine)", batch, 100*s.nodeCPUFraction(t))
