@@ -7,14 +7,22 @@
 # Settings (environment):
 #   NODES=20                      fake nodes to create
 #   NODE_CPU=32 NODE_MEMORY=128Gi capacity of each fake node
-#   LOCAL_UP_DIR=_output/local-up state, certificates, logs, kubeconfig
+#   LOCAL_UP_DIR=_output/local-up state, certificates, logs, kubeconfig;
+#                                 one cluster per directory ($LOCAL_UP_DIR.lock),
+#                                 and what a killed run left in it (processes,
+#                                 mounts, cgroups) is swept at the next start
 #   ETCD_PORT=2379 APISERVER_PORT=6443  loopback ports
 #   WATERLINE_COMPONENTS="scheduler manager agent kwok-agent"
 #                                       Waterline components to run ("" for
 #                                       a bare cluster with the chart's
 #                                       PriorityClasses, NodeQOS and policy)
 #   KWOK_CPU_FACTOR=0.6 KWOK_MEMORY_FACTOR=0.8  kwok-agent's usage model:
-#                                       a kwok pod uses its requests × these
+#                                       a kwok pod uses its requests × these,
+#   KWOK_PROD_CPU_FACTOR=0.3 KWOK_PROD_MEMORY_FACTOR=0.5  a Prod pod × these
+#                                       (sized for its peak), swinging over
+#                                       a 10-minute day; the agent's
+#                                       predictor finds the Prod peak and
+#                                       the manager sells Mid from it
 #   PREEMPTION=enabled                  "disabled" runs the scheduler without
 #                                       preemption (audit before enabling it)
 #   REAL_NODE=auto                      "auto": one real node (containerd +
@@ -52,6 +60,8 @@ AGENT_METRICS_PORT=${AGENT_METRICS_PORT:-9321}
 PREEMPTION=${PREEMPTION:-enabled}
 KWOK_CPU_FACTOR=${KWOK_CPU_FACTOR:-0.6}
 KWOK_MEMORY_FACTOR=${KWOK_MEMORY_FACTOR:-0.8}
+KWOK_PROD_CPU_FACTOR=${KWOK_PROD_CPU_FACTOR:-0.3}
+KWOK_PROD_MEMORY_FACTOR=${KWOK_PROD_MEMORY_FACTOR:-0.5}
 
 # real_node_unsupported prints why this machine cannot run the real node.
 real_node_unsupported() {
@@ -93,20 +103,139 @@ for tool in etcd kube-apiserver kube-controller-manager kubectl kwok kwok-stages
 done
 command -v openssl >/dev/null || { echo "openssl is needed to make the cluster's certificates" >&2; exit 1; }
 
-dir="$LOCAL_UP_DIR"
-rm -rf "$dir"
-mkdir -p "$dir/pki" "$dir/logs" "$dir/etcd"
+dir=$(mkdir -p "$LOCAL_UP_DIR" && cd "$LOCAL_UP_DIR" && pwd)
 pki="$dir/pki"
 kubeconfig="$dir/kubeconfig"
 pids=()
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*"; }
 
+# The real node: containerd with its own config, root, state and socket
+# under $dir/node, and kubelet registered as "real-node" with its pods'
+# cgroups under a cgroup root of its own, named after $dir so that two
+# local clusters never share one.
+node_dir="$dir/node"
+node_sock="$node_dir/containerd.sock"
+node_cgroup_root=/waterline-local-up-$(printf '%s' "$dir" | cksum | cut -d' ' -f1)
+
+# One local cluster per directory: the lock is held as long as this script
+# (and nothing it starts: start() closes it for its children) runs. A
+# previous run killed with SIGKILL leaves its processes, mounts and cgroups
+# behind but not its lock: sweep_previous_run cleans them up.
+exec 9>"$dir.lock"
+if ! flock -n 9; then
+  echo "another local-up runs with LOCAL_UP_DIR=$dir (it holds $dir.lock)" >&2
+  exit 1
+fi
+
+# mounts_under lists the mount points at or under $1, deepest first, from
+# mountinfo (whose octal escapes of spaces and backslashes it undoes). The
+# path travels in the environment: a process naming $1 on its command line
+# would count as one of the cluster's.
+mounts_under() {
+  case "$1" in /?*/?*) ;; *) echo "mounts_under: refusing the path '$1'" >&2; return 1 ;; esac
+  D="$1" awk '{
+    m = $5; gsub(/\\040/, " ", m); gsub(/\\134/, "\\", m)
+    d = ENVIRON["D"]
+    if (d != "" && (m == d || index(m, d "/") == 1)) { n = gsub(/\//, "/", m); print n "\t" m }
+  }' /proc/self/mountinfo | sort -rn -k1,1 | cut -f2-
+}
+
+# unmount_under unmounts everything at or under $1, deepest first: each
+# mount normally and, only when busy, lazily. Rounds repeat while mounts
+# are left (kubelet binds its root directory onto itself, so paths stack).
+unmount_under() {
+  local m round ms
+  for round in 1 2 3 4 5 6 7 8 9 10; do
+    mapfile -t ms < <(mounts_under "$1")
+    [[ ${#ms[@]} -gt 0 ]] || return 0
+    for m in "${ms[@]}"; do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
+  done
+  [[ -z "$(mounts_under "$1")" ]]
+}
+
+# cluster_pids lists the processes of the local cluster whose command line
+# names a path under $1 (default $dir: etcd, the API server, kubelet,
+# containerd and its shims, which name its socket, ...) and those in the
+# real node's cgroups (the pods'). The path reaches awk through its
+# environment, so the listing never lists itself. It refuses a path that is
+# not absolute and at least two levels deep: with an empty or short one
+# every process of the machine would match.
+cluster_pids() {
+  local prefix="${1:-$dir}"
+  case "$prefix" in
+    /?*/?*) ;;
+    *) echo "cluster_pids: refusing to match processes by the path '$prefix'" >&2; return 1 ;;
+  esac
+  local cgs=()
+  if [[ "$node_cgroup_root" == /waterline-local-up-?* ]]; then
+    cgs=(/sys/fs/cgroup/*/"${node_cgroup_root#/}")
+  fi
+  {
+    # This script's own subshells share its command line: never them.
+    ps -ww -eo pid=,args= | D="${prefix%/}/" SELF="$(tr '\0' ' ' </proc/$$/cmdline)" awk '
+      { args = $0; sub(/^ *[0-9]+ /, "", args) }
+      length(ENVIRON["D"]) > 2 && index(args, ENVIRON["D"]) > 0 && args " " != ENVIRON["SELF"] { print $1 }'
+    if [[ ${#cgs[@]} -gt 0 && -d "${cgs[0]}" ]]; then
+      find "${cgs[@]}" -name cgroup.procs -exec cat {} + 2>/dev/null
+    fi
+  } | sort -un | awk -v self="$$" '$1 > 1 && $1 != self { print $1 }'
+}
+
+# kill_cluster_processes SIGKILLs cluster_pids $1 until none is left (a
+# shell in a pod may fork between two rounds).
+kill_cluster_processes() {
+  local round p ps_
+  for round in $(seq 1 50); do
+    mapfile -t ps_ < <(cluster_pids "$@")
+    [[ ${#ps_[@]} -gt 0 ]] || return 0
+    # A local cluster is a few dozen processes: a list of hundreds is a
+    # bug in the matching, not a cluster to kill.
+    if [[ ${#ps_[@]} -gt 150 ]]; then
+      echo "refusing to kill ${#ps_[@]} processes as the local cluster's (in ${1:-$dir}): that is most of the machine" >&2
+      return 1
+    fi
+    for p in "${ps_[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    sleep 0.1
+  done
+  echo "processes of the local cluster in ${1:-$dir} survive SIGKILL: $(cluster_pids "$@" | tr '\n' ' ')" >&2
+  return 1
+}
+
+# remove_node_cgroups removes the real node's cgroups, children first.
+remove_node_cgroups() {
+  find /sys/fs/cgroup/*/"${node_cgroup_root#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  ! compgen -G "/sys/fs/cgroup/*/${node_cgroup_root#/}" >/dev/null
+}
+
+# sweep_previous_run cleans up what an earlier local-up in $dir left when
+# it was killed without its Ctrl-C cleanup: its processes, the real node's
+# mounts and cgroups, and then the directory.
+sweep_previous_run() {
+  [[ -n "$(ls -A "$dir" 2>/dev/null)" ]] || return 0
+  local n
+  n=$(cluster_pids | wc -l)
+  if [[ "$n" -gt 0 || -n "$(mounts_under "$dir")" ]]; then
+    log "Sweeping what an earlier local-up in $dir left: $n processes, $(mounts_under "$dir" | wc -l) mounts"
+  fi
+  kill_cluster_processes || exit 1
+  unmount_under "$dir" || { echo "cannot unmount what is mounted under $dir: $(mounts_under "$dir" | tr '\n' ' ')" >&2; exit 1; }
+  remove_node_cgroups || echo "warning: cgroups under $node_cgroup_root are left" >&2
+  # Nothing is mounted under $dir any more: removing it cannot reach into
+  # another filesystem.
+  find "$dir" -mindepth 1 -delete
+}
+sweep_previous_run
+mkdir -p "$dir/pki" "$dir/logs" "$dir/etcd"
+
 # stop_all stops what this script started, newest first (clients before the
 # API server, the API server before etcd), each with SIGTERM and, after 10 s,
-# SIGKILL.
+# SIGKILL. A failing step must not end the cleanup.
 stop_all() {
   trap - INT TERM EXIT
+  set +e +o pipefail
   [[ -z "$real_node" ]] || stop_real_node
   local i p
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
@@ -128,7 +257,7 @@ trap stop_all EXIT
 
 start() { # name binary args...
   local name=$1; shift
-  "$@" >"$dir/logs/$name.log" 2>&1 &
+  "$@" 9>&- >"$dir/logs/$name.log" 2>&1 &
   pids+=("$!")
   echo "$! $name" >>"$dir/pids"
 }
@@ -258,13 +387,6 @@ start_scheduler() {
   wait_for waterline-scheduler 60 curl -fsSk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 }
 
-# The real node: containerd with its own config, root, state and socket
-# under $dir/node, and kubelet registered as "real-node" with its pods'
-# cgroups under its own cgroup root.
-node_dir="$dir/node"
-node_sock="$node_dir/containerd.sock"
-node_cgroup_root=/waterline-local-up
-
 ctr_() { ctr --address "$node_sock" -n k8s.io "$@"; }
 
 start_real_node() {
@@ -342,29 +464,37 @@ YAML
 }
 
 # stop_real_node stops the node's containers before kubelet and containerd
-# go (their shims outlive containerd), then unmounts and removes what
-# kubelet left.
+# go (their shims outlive containerd), then kills whatever of the node is
+# left, unmounts and removes what kubelet and containerd left. Ctrl-C
+# reaches kubelet and containerd at the same time as this script, so
+# containerd may be gone before its containers could be stopped through
+# it: their shims and the pods' processes are then killed by name and
+# cgroup. Mounts are unmounted only once nothing of the node runs, and
+# checked, not assumed, gone.
 stop_real_node() {
   local p id
   p=$(awk '$2=="kubelet" {print $1}' "$dir/pids" 2>/dev/null)
-  [[ -z "$p" ]] || { kill -TERM "$p" 2>/dev/null; sleep 1; kill -KILL "$p" 2>/dev/null; } || true
-  if [[ -S "$node_sock" ]]; then
+  if [[ -n "$p" ]]; then
+    kill -TERM "$p" 2>/dev/null
+    for _ in $(seq 1 25); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$p" 2>/dev/null
+  fi
+  if ctr_ version >/dev/null 2>&1; then
     for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true; done
     sleep 1
     for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true; done
     for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers delete "$id" >/dev/null 2>&1 || true; done
   fi
   p=$(awk '$2=="containerd" {print $1}' "$dir/pids" 2>/dev/null)
-  [[ -z "$p" ]] || kill -TERM "$p" 2>/dev/null || true
-  # The shims serving this containerd, found by its socket on their command line.
-  local f
-  for f in /proc/[0-9]*/cmdline; do
-    if { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -q "^[^ ]*containerd-shim-runc-v2 .* $node_sock "; then
-      p=${f#/proc/}; kill -KILL "${p%/cmdline}" 2>/dev/null || true
-    fi
-  done
-  grep -o " $node_dir[^ ]*" /proc/self/mounts 2>/dev/null | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-  find /sys/fs/cgroup/*/"${node_cgroup_root#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  if [[ -n "$p" ]]; then
+    kill -TERM "$p" 2>/dev/null
+    for _ in $(seq 1 25); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+  fi
+  # The shims serving this containerd (its socket is on their command
+  # line) and the pods' processes, by cgroup.
+  kill_cluster_processes "$node_dir"
+  unmount_under "$node_dir" || echo "warning: still mounted under $node_dir: $(mounts_under "$node_dir" | tr '\n' ' ')" >&2
+  remove_node_cgroups || echo "warning: cgroups under $node_cgroup_root are left" >&2
 }
 
 # The chart's values for this cluster: localCluster (webhooks and probes on
@@ -399,6 +529,9 @@ colocationPolicy:
   spec:
     tiers: {enabled: true}
     collectPolicy: {aggregateDurationSeconds: 30, reportIntervalSeconds: 10}
+    # A minute of history stands in for an hour: Mid appears on a node a
+    # minute or two after its Prod pods start, not an hour.
+    predictPolicy: {coldStartSeconds: 60}
     profiles:
     - name: batch-jobs
       namespaceSelector: {matchLabels: {waterline.dev/colocation: batch}}
@@ -453,14 +586,16 @@ start_manager_process() {
 }
 
 # start_kwok_agent simulates an agent on every kwok node: their NodeMetrics
-# come from the agent's reporter, fed by their pods' requests times a
-# factor, so LoadAware and the tiers work on them too.
+# come from the agent's reporter and predictor, fed by their pods' requests
+# times a factor (a smaller one for Prod pods) swinging over a compressed
+# day, so LoadAware, Batch and Mid work on them too.
 start_kwok_agent() {
   [[ "$NODES" -gt 0 ]] || return 0
-  log "Starting kwok-agent: a simulated agent on each kwok node (usage = requests × $KWOK_CPU_FACTOR CPU, × $KWOK_MEMORY_FACTOR memory)"
+  log "Starting kwok-agent: a simulated agent on each kwok node (usage = requests × $KWOK_CPU_FACTOR CPU, × $KWOK_MEMORY_FACTOR memory; Prod pods × $KWOK_PROD_CPU_FACTOR, × $KWOK_PROD_MEMORY_FACTOR)"
   (cd "$root" && go build -o "$dir/kwok-agent" ./hack/kwok-agent) || { echo "building hack/kwok-agent failed" >&2; exit 1; }
   start kwok-agent "$dir/kwok-agent" --kubeconfig "$kubeconfig" --nodes type=kwok \
-    --cpu-factor "$KWOK_CPU_FACTOR" --memory-factor "$KWOK_MEMORY_FACTOR" --v 2
+    --cpu-factor "$KWOK_CPU_FACTOR" --memory-factor "$KWOK_MEMORY_FACTOR" \
+    --prod-cpu-factor "$KWOK_PROD_CPU_FACTOR" --prod-memory-factor "$KWOK_PROD_MEMORY_FACTOR" --v 2
   wait_for "the kwok nodes' NodeMetrics" 120 bash -c \
     "'$bin/kubectl' --kubeconfig '$kubeconfig' get nodemetric kwok-node-0 -o jsonpath='{.status.updateTime}' 2>/dev/null | grep -q ."
 }

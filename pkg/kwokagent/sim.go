@@ -34,7 +34,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/metriccache"
+	"github.com/waterline-dev/waterline/pkg/agent/predictor"
 	"github.com/waterline-dev/waterline/pkg/agent/reporter"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
 	wlinformers "github.com/waterline-dev/waterline/pkg/client/informers/externalversions"
@@ -50,10 +52,15 @@ type Config struct {
 	Model Model
 	// Interval is how often a sample is taken (default 1s, 100ms-1m).
 	Interval time.Duration
+	// Predictor is each simulated agent's predictor configuration (its
+	// update and check intervals; defaults as the agent's). The model and
+	// its parameters come from the node's NodeMetric, as on a real node.
+	// Simulated agents keep no checkpoint: CheckpointPath must be empty.
+	Predictor predictor.Config
 }
 
-// Simulator runs one simulated agent (a metric cache fed by Model and the
-// agent's reporter) per selected node.
+// Simulator runs one simulated agent (a metric cache fed by Model, the
+// agent's predictor and its reporter) per selected node.
 type Simulator struct {
 	cfg   Config
 	kube  kubernetes.Interface
@@ -69,9 +76,21 @@ type Simulator struct {
 }
 
 type nodeAgent struct {
-	cache  *metriccache.Cache
-	cancel context.CancelFunc
-	done   chan struct{}
+	cache     *metriccache.Cache
+	predictor *predictor.Predictor
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// reportRequests asks a simulated agent's reporter for an early report,
+// as agent.Agent does for the real one: a pending request is enough.
+type reportRequests chan struct{}
+
+func (r reportRequests) RequestReport() {
+	select {
+	case r <- struct{}{}:
+	default:
+	}
 }
 
 const podNodeIndex = "spec.nodeName"
@@ -88,6 +107,11 @@ func New(cfg Config, kube kubernetes.Interface, wl versioned.Interface, clk cloc
 	}
 	if cfg.Nodes == nil || cfg.Nodes.Empty() {
 		return nil, errors.New("nodes: a selector is required (an empty one would simulate agents on nodes that have real ones)")
+	}
+	cfg.Predictor.SetDefaults()
+	errs = append(errs, cfg.Predictor.Validate(field.NewPath("predictor"))...)
+	if cfg.Predictor.CheckpointPath != "" {
+		errs = append(errs, field.Invalid(field.NewPath("predictor", "checkpointPath"), cfg.Predictor.CheckpointPath, "simulated agents keep no checkpoint"))
 	}
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
@@ -162,6 +186,12 @@ func (s *Simulator) step(ctx context.Context) error {
 		if err := a.cache.Append(now, s.cfg.Model.Sample(pods, now)); err != nil && !errors.Is(err, metriccache.ErrOutOfOrder) {
 			return fmt.Errorf("sampling node %s: %w", n.Name, err)
 		}
+		// The predictor feeds on the cache as on a real agent's cycle.
+		nm, _ := s.metrics.Get(n.Name)
+		snap := &agent.Snapshot{Time: now, Cache: a.cache, Node: n, Pods: pods, PodsComplete: true, NodeMetric: nm}
+		if err := a.predictor.Cycle(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("node", n.Name)), snap); err != nil {
+			klog.FromContext(ctx).Error(err, "Predicting the Prod peak of a simulated node", "node", n.Name)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -188,18 +218,26 @@ func (s *Simulator) agentFor(ctx context.Context, node string) (*nodeAgent, erro
 		cancel()
 		return nil, fmt.Errorf("the metric cache of node %s: %w", node, err)
 	}
+	requests := make(reportRequests, 1)
+	pred, err := predictor.New(s.cfg.Predictor, predictor.Deps{Clock: s.clock, Reports: requests})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("the predictor of node %s: %w", node, err)
+	}
 	rep, err := reporter.New(reporter.Config{}, reporter.Deps{
-		NodeName: node,
-		Client:   s.wl.WaterlineV1alpha1().NodeMetrics(),
-		State:    nodeState{s: s, node: node},
-		Cache:    c,
-		Clock:    s.clock,
+		NodeName:     node,
+		Client:       s.wl.WaterlineV1alpha1().NodeMetrics(),
+		State:        nodeState{s: s, node: node},
+		Cache:        c,
+		Clock:        s.clock,
+		Requests:     requests,
+		Contributors: []agent.StatusContributor{pred},
 	})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("the reporter of node %s: %w", node, err)
 	}
-	a := &nodeAgent{cache: c, cancel: cancel, done: make(chan struct{})}
+	a := &nodeAgent{cache: c, predictor: pred, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		rep.Run(actx)

@@ -19,6 +19,10 @@ limitations under the License.
 // real kube-apiserver, kube-controller-manager for the agent's DaemonSet,
 // waterline-scheduler placing real pods, and the agent running as a
 // DaemonSet pod from its image, reading and writing the cgroups kubelet
-// made. Where the machine cannot run a real node (not root, no containerd
-// or runc) the tests skip and say why.
+// made. The agent reads the node's usage from a proc view the test writes
+// (the machine's, or only the node's pods' where a scenario needs a load it
+// controls on a shared machine), and the checks on the pods' cgroups go
+// through the agent's cgroup layout code, so they read v1 and v2 alike.
+// Where the machine cannot run a real node (not root, no containerd or
+// runc) the tests skip and say why.
 package e2e

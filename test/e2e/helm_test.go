@@ -63,7 +63,7 @@ func (s *system) testHelmUpgradeAndUninstall(t *testing.T) {
 	pods := s.waitRunning(t, ns, append([]string{"prod"}, batch...)...)
 	batchPods, limits := map[string]*corev1.Pod{}, map[string]int64{}
 	for _, b := range batch {
-		batchPods[b], limits[b] = pods[b], 30000
+		batchPods[b], limits[b] = pods[b], 300
 	}
 	var got []string
 	testutil.Eventually(t, 90*time.Second, time.Second, func() (bool, error) {

@@ -49,11 +49,12 @@ func (s *system) nodeQOS(t *testing.T, name string, spec v1alpha1.NodeQOSSpec) {
 	})
 }
 
-// podQuota is the CFS quota (µs per period, -1 for none) of the pod's
-// kubelet-made cgroup.
+// podQuota is the CFS quota of the pod's kubelet-made cgroup in
+// millicores (-1 for none), read through the agent's cgroup layout (v1
+// cpu.cfs_quota_us or v2 cpu.max).
 func (s *system) podQuota(t *testing.T, pod *corev1.Pod) int64 {
 	t.Helper()
-	q, err := s.node.ReadCgroupInt("cpu", s.node.PodCgroup(pod), "cpu.cfs_quota_us")
+	q, err := s.node.PodCPUQuotaMilli(pod)
 	if err != nil {
 		t.Fatalf("Reading the quota of pod %s: %v", pod.Name, err)
 	}
@@ -61,7 +62,7 @@ func (s *system) podQuota(t *testing.T, pod *corev1.Pod) int64 {
 }
 
 // throttled returns the names of the pods whose pod cgroup has a quota
-// below their limit's (-1 when they have no limit).
+// other than their limit's (millicores, -1 when they have no limit).
 func (s *system) throttled(t *testing.T, pods map[string]*corev1.Pod, limits map[string]int64) []string {
 	t.Helper()
 	var out []string
@@ -96,98 +97,85 @@ func (s *system) nodeCPUFraction(t *testing.T) float64 {
 	return nm.Status.NodeMetric.NodeUsage.Cpu().AsApproximateFloat64() / s.allocatableCPU(t)
 }
 
-// testThrottleAndRestore: a Prod pod burning a core and three Batch
+// testAgentDeletedMidThrottle: a Prod pod burning a core and three Batch
 // burners held to 300m each by their limits put the node over a 70 %
-// throttle line. The agent lowers the CFS quota of Batch pods' kubelet-made
-// cgroups, never the Prod pod's; once the Prod load is gone and the node
-// is under the line, every Batch quota is back at its limit's.
-//
-// With deleteAgent, the agent's pod is deleted while it throttles: the
-// DaemonSet recreates it, and the new agent restores the pods the old one
-// throttled.
-func (s *system) testThrottleAndRestore(deleteAgent bool) func(t *testing.T) {
-	return func(t *testing.T) {
-		name := "throttle"
-		if deleteAgent {
-			name = "agent-restart"
-		}
-		ns := s.namespace(t, name)
-		s.nodeQOS(t, name, v1alpha1.NodeQOSSpec{
-			CPU:            &v1alpha1.CPUWaterlines{ThrottlePercent: ptr.To[int32](70), RestorePercent: ptr.To[int32](60)},
-			AvoidanceCount: ptr.To[int32](2), RestoreCount: ptr.To[int32](2),
-		})
-		s.createPod(t, ns, podSpec{name: "prod", class: "waterline-prod", burners: 1, cpuRequest: "500m"})
-		batch := []string{"batch-1", "batch-2", "batch-3"}
-		for _, b := range batch {
-			s.createPod(t, ns, podSpec{name: b, class: "waterline-batch", burners: 1, cpuRequest: "100m", cpuLimit: "300m"})
-		}
-		pods := s.waitRunning(t, ns, append([]string{"prod"}, batch...)...)
-		batchPods, limits := map[string]*corev1.Pod{}, map[string]int64{}
-		for _, b := range batch {
-			batchPods[b], limits[b] = pods[b], 30000
-		}
-		var got []string
-		testutil.Eventually(t, 90*time.Second, time.Second, func() (bool, error) {
+// throttle line. The agent lowers the CFS quota of Batch pods'
+// kubelet-made cgroups, never the Prod pod's. The agent's pod is then
+// deleted while it throttles: the DaemonSet recreates it, and once the
+// Prod load is gone and the node is under the line, the new agent has
+// restored every quota the old one lowered.
+func (s *system) testAgentDeletedMidThrottle(t *testing.T) {
+	name := "agent-restart"
+	ns := s.namespace(t, name)
+	s.nodeQOS(t, name, v1alpha1.NodeQOSSpec{
+		CPU:            &v1alpha1.CPUWaterlines{ThrottlePercent: ptr.To[int32](70), RestorePercent: ptr.To[int32](60)},
+		AvoidanceCount: ptr.To[int32](2), RestoreCount: ptr.To[int32](2),
+	})
+	s.createPod(t, ns, podSpec{name: "prod", class: "waterline-prod", burners: 1, cpuRequest: "500m"})
+	batch := []string{"batch-1", "batch-2", "batch-3"}
+	for _, b := range batch {
+		s.createPod(t, ns, podSpec{name: b, class: "waterline-batch", burners: 1, cpuRequest: "100m", cpuLimit: "300m"})
+	}
+	pods := s.waitRunning(t, ns, append([]string{"prod"}, batch...)...)
+	batchPods, limits := map[string]*corev1.Pod{}, map[string]int64{}
+	for _, b := range batch {
+		batchPods[b], limits[b] = pods[b], 300
+	}
+	var got []string
+	testutil.Eventually(t, 90*time.Second, time.Second, func() (bool, error) {
+		got = s.throttled(t, batchPods, limits)
+		return len(got) > 0, fmt.Errorf("no Batch pod throttled; node at %.0f %%", 100*s.nodeCPUFraction(t))
+	}, "waiting for the agent to throttle a Batch pod in its kubelet-made cgroup")
+	t.Logf("Throttled: %v (node at %.0f %% of CPU)", got, 100*s.nodeCPUFraction(t))
+	if q := s.podQuota(t, pods["prod"]); q != -1 {
+		t.Errorf("the Prod pod's cgroup quota is %d, want -1 (untouched)", q)
+	}
+
+	old := s.agentPod(t)
+	if err := s.c.Kube.CoreV1().Pods(agentNamespace).Delete(t.Context(), old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := s.waitAgentReady(t, string(old.UID))
+	t.Logf("The DaemonSet recreated the agent: %s replaced %s", fresh.Name, old.Name)
+
+	// The pressure goes.
+	if err := s.c.Kube.CoreV1().Pods(ns).Delete(t.Context(), "prod", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	restored := func(timeout time.Duration) bool {
+		deadline := time.Now().Add(timeout)
+		for {
 			got = s.throttled(t, batchPods, limits)
-			return len(got) > 0, fmt.Errorf("no Batch pod throttled; node at %.0f %%", 100*s.nodeCPUFraction(t))
-		}, "waiting for the agent to throttle a Batch pod in its kubelet-made cgroup")
-		t.Logf("Throttled: %v (node at %.0f %% of CPU)", got, 100*s.nodeCPUFraction(t))
-		if q := s.podQuota(t, pods["prod"]); q != -1 {
-			t.Errorf("the Prod pod's cgroup quota is %d, want -1 (untouched)", q)
-		}
-
-		if !deleteAgent {
-			s.checkQuotasSurviveKubelet(t, ns, batchPods, limits)
-		}
-
-		if deleteAgent {
-			old := s.agentPod(t)
-			if err := s.c.Kube.CoreV1().Pods(agentNamespace).Delete(t.Context(), old.Name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
+			if len(got) == 0 {
+				return true
 			}
-			fresh := s.waitAgentReady(t, string(old.UID))
-			t.Logf("The DaemonSet recreated the agent: %s replaced %s", fresh.Name, old.Name)
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(time.Second)
 		}
-
-		// The pressure goes.
-		if err := s.c.Kube.CoreV1().Pods(ns).Delete(t.Context(), "prod", metav1.DeleteOptions{}); err != nil {
+	}
+	if !restored(90 * time.Second) {
+		// The NodeMetric's usage is an average over its window; the
+		// agent restores on consecutive one-second samples under the
+		// line. On a machine busy with other work the samples straddle
+		// the line while the average sits just under it, so only a
+		// node clearly under the line (10 points) convicts the agent.
+		f := s.nodeCPUFraction(t)
+		if f <= 0.5 {
+			t.Fatalf("the node is at %.0f %%, well under the 60 %% restore line, but Batch pods stay throttled: %v", 100*f, got)
+		}
+		// Other work on this machine keeps the node over the line:
+		// take the line away instead. No pod may stay throttled.
+		t.Logf("Without the Prod load the node still uses %.0f %% of its CPU (other work on this machine), at or near the 60 %% restore line; deleting the NodeQOS instead", 100*f)
+		if err := s.c.Waterline.WaterlineV1alpha1().NodeQOSs().Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		restored := func(timeout time.Duration) bool {
-			deadline := time.Now().Add(timeout)
-			for {
-				got = s.throttled(t, batchPods, limits)
-				if len(got) == 0 {
-					return true
-				}
-				if time.Now().After(deadline) {
-					return false
-				}
-				time.Sleep(time.Second)
-			}
+		if !restored(30 * time.Second) {
+			t.Fatalf("the NodeQOS is gone but Batch pods stay throttled: %v", got)
 		}
-		if !restored(90 * time.Second) {
-			// The NodeMetric's usage is an average over its window; the
-			// agent restores on consecutive one-second samples under the
-			// line. On a machine busy with other work the samples straddle
-			// the line while the average sits just under it, so only a
-			// node clearly under the line (10 points) convicts the agent.
-			f := s.nodeCPUFraction(t)
-			if f <= 0.5 {
-				t.Fatalf("the node is at %.0f %%, well under the 60 %% restore line, but Batch pods stay throttled: %v", 100*f, got)
-			}
-			// Other work on this machine keeps the node over the line:
-			// take the line away instead. No pod may stay throttled.
-			t.Logf("Without the Prod load the node still uses %.0f %% of its CPU (other work on this machine), at or near the 60 %% restore line; deleting the NodeQOS instead", 100*f)
-			if err := s.c.Waterline.WaterlineV1alpha1().NodeQOSs().Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if !restored(30 * time.Second) {
-				t.Fatalf("the NodeQOS is gone but Batch pods stay throttled: %v", got)
-			}
-		}
-		t.Logf("All Batch quotas restored")
 	}
+	t.Logf("All Batch quotas restored")
 }
 
 // testMemoryEviction: a Batch pod holding about 1 GiB takes node memory
@@ -245,8 +233,9 @@ func (s *system) testMemoryEviction(t *testing.T) {
 // checkQuotasSurviveKubelet: a new pod makes kubelet update its QoS
 // cgroups (kubepods/burstable and besteffort shares) and create a pod
 // cgroup; for 15 s after, sampled every 100 ms, no pod the agent throttled
-// is seen back at its unthrottled quota while the node stays over the line.
-func (s *system) checkQuotasSurviveKubelet(t *testing.T, ns string, pods map[string]*corev1.Pod, limits map[string]int64) {
+// is seen back at its unthrottled quota while the node stays over the
+// line (a fraction of the node's CPU).
+func (s *system) checkQuotasSurviveKubelet(t *testing.T, ns string, pods map[string]*corev1.Pod, limits map[string]int64, line float64) {
 	t.Helper()
 	throttledNow := map[string]bool{}
 	for name, p := range pods {
@@ -264,10 +253,14 @@ func (s *system) checkQuotasSurviveKubelet(t *testing.T, ns string, pods map[str
 			}
 		}
 	}
-	if f := s.nodeCPUFraction(t); len(reverted) > 0 && f > 0.7 {
+	if f := s.nodeCPUFraction(t); len(reverted) > 0 && f > line {
 		t.Errorf("after kubelet updated its QoS cgroups, throttled pods were seen at their unthrottled quota while the node is at %.0f %%: %v (samples)", 100*f, reverted)
 	}
-	shares, err := s.node.ReadCgroupInt("cpu", s.node.CgroupRoot+"/kubepods/besteffort", "cpu.shares")
+	be, err := s.node.QoSCgroup(corev1.PodQOSBestEffort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shares, err := s.node.CgroupCPUShares(be)
 	if err != nil {
 		t.Fatal(err)
 	}

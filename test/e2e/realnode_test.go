@@ -37,8 +37,8 @@ func TestRealNode(t *testing.T) {
 	s := startSystem(t)
 	t.Run("PodsLandAndUsageMatchesCgroups", s.testUsageMatchesCgroups)
 	t.Run("LoadAwareRefusesBusyNode", s.testLoadAwareRefuses)
-	t.Run("ThrottleAndRestore", s.testThrottleAndRestore(false))
-	t.Run("AgentDeletedMidThrottle", s.testThrottleAndRestore(true))
+	t.Run("ThrottleOnlyAsNeeded", s.testThrottleOnlyAsNeeded)
+	t.Run("AgentDeletedMidThrottle", s.testAgentDeletedMidThrottle)
 	t.Run("MemoryEviction", s.testMemoryEviction)
 	t.Run("BatchTierOnRealNode", s.testBatchTier)
 	// Last: it uninstalls the system.
@@ -46,7 +46,8 @@ func TestRealNode(t *testing.T) {
 	t.Logf("TestRealNode took %v", time.Since(begin).Round(time.Second))
 }
 
-// cpuSampler reads a cgroup's cpuacct.usage every 200 ms.
+// cpuSampler reads a cgroup's CPU time every 200 ms (through the agent's
+// cgroup layout: cpuacct.usage on v1, cpu.stat on v2).
 type cpuSampler struct {
 	mu      sync.Mutex
 	samples []cpuSample
@@ -66,10 +67,10 @@ func sampleCPU(t *testing.T, n *testutil.RealNode, cgroup string) *cpuSampler {
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			v, err := n.ReadCgroupInt("cpuacct", cgroup, "cpuacct.usage")
+			v, err := n.CgroupCPUNanos(cgroup)
 			if err == nil {
 				cs.mu.Lock()
-				cs.samples = append(cs.samples, cpuSample{time.Now(), v})
+				cs.samples = append(cs.samples, cpuSample{time.Now(), int64(v)})
 				cs.mu.Unlock()
 			}
 			select {
@@ -116,14 +117,14 @@ func (s *system) testUsageMatchesCgroups(t *testing.T) {
 	}
 	pods := s.waitRunning(t, ns, "prod", "batch-1", "batch-2")
 	samplers := map[string]*cpuSampler{}
+	layout, err := s.node.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"batch-1", "batch-2"} {
-		cg := s.node.PodCgroup(pods[name])
-		quota, err := s.node.ReadCgroupInt("cpu", cg, "cpu.cfs_quota_us")
-		if err != nil {
-			t.Fatalf("Reading the quota of %s's kubelet-made cgroup %s: %v", name, cg, err)
-		}
-		if quota != 30000 {
-			t.Errorf("cpu.cfs_quota_us of %s = %d, want 30000 (its 300m limit)", cg, quota)
+		cg := layout.PodCgroup(pods[name].UID, pods[name].Status.QOSClass)
+		if quota := s.podQuota(t, pods[name]); quota != 300 {
+			t.Errorf("the CFS quota of %s is %dm, want 300m (its limit)", cg, quota)
 		}
 		samplers[name] = sampleCPU(t, s.node, cg)
 	}

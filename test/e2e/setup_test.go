@@ -57,6 +57,8 @@ type system struct {
 	agentHealth, agentMetrics int
 	// valuesFile holds the helm values of the install.
 	valuesFile string
+	// view is the agent's proc root.
+	view *testutil.NodeProcView
 }
 
 // strictScheduler is waterline-scheduler's profile whose LoadAware
@@ -96,10 +98,6 @@ const schedulerProfiles = `profiles:
 func startSystem(t *testing.T) *system {
 	t.Helper()
 	testutil.SkipUnlessRealNode(t)
-	// The scenarios read v1 cgroup files (cpu.cfs_quota_us, cpuacct.usage).
-	if _, err := os.Stat("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"); err != nil {
-		t.Skip("SKIP real-node e2e: its checks read cgroup v1 files and this machine has no v1 cpu hierarchy (cgroup v2 is not covered yet)")
-	}
 	begin := time.Now()
 	// ServiceAccount admission stays on: the agent's and the manager's pods
 	// get their ServiceAccount's token as on any cluster.
@@ -111,7 +109,10 @@ func startSystem(t *testing.T) *system {
 	})
 	c.StartControllerManager(t)
 	node := c.StartRealNode(t, "real")
-	s := &system{c: c, node: node}
+	// The agent reads the node's usage from a proc view the scenarios
+	// switch: the machine's, as on any node, or only the pods' where a
+	// scenario needs a load the test controls on a shared machine.
+	s := &system{c: c, node: node, view: node.StartProcView(t, 20*time.Millisecond)}
 
 	// The NodeMetric as the manager would create it, with a short report
 	// interval and window.
@@ -161,8 +162,9 @@ const release = "waterline"
 // cluster would (localCluster.enabled: loopback webhooks and probes, the
 // API server on loopback), with the images the real node imported. Only
 // what this machine needs differs from a user's values: kubelet's cgroup
-// root is the node's private one, and ports and the state directory must
-// not collide with other work on the machine. The chart installs the
+// root is the node's private one, the host proc root is the test's view
+// (system.view), and ports and the state directory must not collide with
+// other work on the machine. The chart installs the
 // PriorityClasses, RBAC, the node-scope policy, the manager (a pod on the
 // real node serving its webhooks on 127.0.0.1) and the agent DaemonSet; the
 // test's own ColocationPolicy and NodeQOS objects stand instead of the
@@ -192,6 +194,7 @@ func (s *system) install(t *testing.T) {
 			"ports":             map[string]any{"health": s.agentHealth, "metrics": s.agentMetrics},
 			"stateDir":          filepath.Join(s.node.Dir, "agent-state"),
 			"kubeletCgroupRoot": s.node.CgroupRoot,
+			"hostProcRoot":      s.view.Dir,
 			"nodeSelector":      map[string]any{"waterline.dev/real-node": "true"},
 			"extraArgs":         []string{"--collect-interval=1s"},
 		},
@@ -308,6 +311,9 @@ type podSpec struct {
 	labels         map[string]string
 	// scheduler is the profile; empty for waterline-scheduler.
 	scheduler string
+	// hostDir, when set, is a host directory mounted at /ctl: the test
+	// steers the pod's script through files in it.
+	hostDir string
 }
 
 // burnScript runs n busy loops and exits at once on SIGTERM.
@@ -356,6 +362,11 @@ func (s *system) createPod(t *testing.T, ns string, p podSpec) *corev1.Pod {
 				Resources: corev1.ResourceRequirements{Requests: req, Limits: lim},
 			}},
 		},
+	}
+	if p.hostDir != "" {
+		pod.Spec.Volumes = []corev1.Volume{{Name: "ctl", VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: p.hostDir, Type: ptr.To(corev1.HostPathDirectory)}}}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ctl", MountPath: "/ctl", ReadOnly: true}}
 	}
 	created, err := s.c.Kube.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{})
 	if err != nil {

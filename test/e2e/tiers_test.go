@@ -34,8 +34,12 @@ import (
 // into a Batch pod asking for batch-cpu instead of cpu, placed on the node
 // by waterline-scheduler, and held to its 400m limit in its kubelet-made
 // cgroup by the agent (kubelet itself sets no quota: the pod has no cpu
-// limit any more).
+// limit any more). The agent sees the node's pods only (the proc view).
 func (s *system) testBatchTier(t *testing.T) {
+	// Batch is sold from what the node does not use: the node's pods
+	// only, so that other work on a shared machine does not leave none.
+	s.view.SetMode(testutil.ViewPods)
+	t.Cleanup(func() { s.view.SetMode(testutil.ViewMachine) })
 	var batch int64
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -44,9 +48,18 @@ func (s *system) testBatchTier(t *testing.T) {
 			t.Fatal(err)
 		}
 		q := n.Status.Allocatable[extension.ResourceBatchCPU]
-		batch = q.Value()
-		if batch >= 300 {
+		// Enough on two reads 2 s apart: kubelet admits the pod against
+		// its own (informer's) copy of the node, which may lag a value
+		// the manager has just raised.
+		enough := q.Value() >= 300
+		if enough && batch >= 300 {
+			batch = q.Value()
 			break
+		}
+		batch = q.Value()
+		if enough {
+			time.Sleep(2 * time.Second)
+			continue
 		}
 		if time.Now().After(deadline) {
 			t.Skipf("SKIP: the manager sells %dm batch-cpu on the real node, too little for a 200m pod: the node's CPU is in use (%.0f %%, other work on this machine)", batch, 100*s.nodeCPUFraction(t))
@@ -70,6 +83,6 @@ func (s *system) testBatchTier(t *testing.T) {
 	p = s.waitRunning(t, ns, "job")["job"]
 	testutil.Eventually(t, time.Minute, time.Second, func() (bool, error) {
 		q := s.podQuota(t, p)
-		return q == 40000, fmt.Errorf("pod cgroup quota %d, want 40000 (400m)", q)
+		return q == 400, fmt.Errorf("pod cgroup quota %dm, want 400m", q)
 	}, "waiting for the agent to hold the Batch pod to its tier limit in its kubelet-made cgroup")
 }

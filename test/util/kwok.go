@@ -186,10 +186,14 @@ func (c *Cluster) WaitPodRunning(t testing.TB, namespace, name string, timeout t
 			return false, err
 		}
 		pod = p
-		if p.Status.Phase != corev1.PodRunning {
-			return false, fmt.Errorf("phase %s, node %q", p.Status.Phase, p.Spec.NodeName)
+		switch p.Status.Phase {
+		case corev1.PodRunning:
+			return true, nil
+		case corev1.PodFailed, corev1.PodSucceeded:
+			// It will not run any more: say why now.
+			t.Fatalf("Pod %s/%s ended %s on node %q instead of running: %s: %s", namespace, name, p.Status.Phase, p.Spec.NodeName, p.Status.Reason, p.Status.Message)
 		}
-		return true, nil
+		return false, fmt.Errorf("phase %s, node %q", p.Status.Phase, p.Spec.NodeName)
 	}, "waiting for pod %s/%s to run", namespace, name)
 	return pod
 }

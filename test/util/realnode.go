@@ -17,7 +17,6 @@ limitations under the License.
 package util
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -26,7 +25,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +39,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/hack/image/imagetar"
+	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 )
 
 // RealNode is a real Kubernetes node on this machine: containerd (its own
@@ -50,13 +49,16 @@ import (
 type RealNode struct {
 	// Name is the node's name.
 	Name string
-	// Dir holds containerd's and kubelet's state, configs and logs.
+	// Dir holds containerd's and kubelet's state, configs and logs:
+	// <TMPDIR>/waterline-node-<suffix>, with the owner lock that tells a
+	// later sweep whether the node still lives (see SweepRealNodes).
 	Dir string
 	// ContainerdSocket is containerd's gRPC socket.
 	ContainerdSocket string
 	// CgroupRoot is kubelet's --cgroup-root (kubepods lives under it), a
-	// private one per node so nothing else on the machine is touched:
-	// pass it to the agent as --kubelet-cgroup-root.
+	// private one per node so nothing else on the machine is touched,
+	// named as Dir (/waterline-node-<suffix>): pass it to the agent as
+	// --kubelet-cgroup-root.
 	CgroupRoot string
 	// CgroupMount is where the cgroup filesystem is mounted (/sys/fs/cgroup).
 	CgroupMount string
@@ -68,6 +70,13 @@ type RealNode struct {
 	containerd *Process
 	kubelet    *Process
 	cleanOnce  sync.Once
+	// lock is the node's owner lock (see SweepRealNodes), held until Stop
+	// has cleaned everything.
+	lock *os.File
+	// layout is the node's cgroup layout, made on first use.
+	layoutOnce sync.Once
+	layout     *cgroups.Layout
+	layoutErr  error
 }
 
 // Images imported into every real node.
@@ -163,22 +172,30 @@ func cgroupDirs(cg string) []string {
 // node is Ready. The test's cleanup stops everything (see Stop). The
 // cluster must allow pods with a ServiceAccount token only if the test
 // needs one.
+//
+// Before it starts, it sweeps what real nodes of dead test runs left on
+// the machine (SweepRealNodes): a test binary killed with SIGKILL cannot
+// stop its node.
 func (c *Cluster) StartRealNode(t testing.TB, prefix string) *RealNode {
 	t.Helper()
 	SkipUnlessRealNode(t)
 	start := time.Now()
+	if err := SweepRealNodes(t.Logf); err != nil {
+		t.Errorf("Sweeping what earlier real nodes left: %v", err)
+	}
 	suffix := randomSuffix()
-	dir, err := os.MkdirTemp("", "waterline-node-")
+	dir, lock, err := createNodeDir(nodeBaseDir(), suffix)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Creating the real node's directory: %v", err)
 	}
 	n := &RealNode{
 		Name:             prefix + "-" + suffix,
 		Dir:              dir,
 		ContainerdSocket: filepath.Join(dir, "containerd.sock"),
-		CgroupRoot:       "/waterline-node-" + suffix,
+		CgroupRoot:       nodeCgroupRoot(dir),
 		CgroupMount:      cgroupMount,
 		c:                c,
+		lock:             lock,
 	}
 	t.Cleanup(func() { n.Stop(t) })
 
@@ -414,11 +431,19 @@ func (n *RealNode) ReadCgroupInt(controller, cg, file string) (int64, error) {
 
 // Stop ends everything the node started, whatever state it is in: kubelet
 // (so it restarts nothing), every container and sandbox through
-// containerd, containerd, any shim left, the mounts under Dir, the cgroups
-// under CgroupRoot, and the pod logs kubelet wrote to /var/log/pods. It
-// reports what it could not clean as test errors. Safe to call twice.
+// containerd, containerd, then every process still of the node (shims,
+// which outlive containerd, and pod processes whose shim is gone), the
+// mounts under Dir, the cgroups under CgroupRoot, and the pod logs kubelet
+// wrote to /var/log/pods. It reports what it could not clean as test
+// errors and then keeps Dir, so that the next SweepRealNodes tries again.
+// Safe to call twice.
 func (n *RealNode) Stop(t testing.TB) {
 	n.cleanOnce.Do(func() {
+		defer func() {
+			if n.lock != nil {
+				_ = n.lock.Close()
+			}
+		}()
 		if t.Failed() {
 			for _, p := range []*Process{n.kubelet, n.containerd} {
 				if p != nil {
@@ -436,20 +461,56 @@ func (n *RealNode) Stop(t testing.TB) {
 			}
 			n.containerd.Stop()
 		}
-		n.killShims(t)
+		if killed, err := killNodeProcesses(n.Dir, n.ContainerdSocket, n.CgroupRoot); err != nil {
+			t.Errorf("Cleanup of real node %s: %v", n.Name, err)
+		} else if killed > 0 {
+			t.Logf("Cleanup of real node %s: killed %d processes containerd left (shims, pod processes)", n.Name, killed)
+		}
+		clean := true
 		if err := unmountUnder(n.Dir); err != nil {
 			t.Errorf("Cleanup of real node %s: %v", n.Name, err)
+			clean = false
 		}
 		if err := removeCgroupTree(n.CgroupRoot); err != nil {
 			t.Errorf("Cleanup of real node %s: %v", n.Name, err)
+			clean = false
 		}
-		removePodLogs(uids)
-		if !t.Failed() || os.Getenv("WATERLINE_KEEP_NODE_DIR") == "" {
-			if err := os.RemoveAll(n.Dir); err != nil {
-				t.Errorf("Cleanup of real node %s: removing %s: %v", n.Name, n.Dir, err)
+		removePodLogs(append(uids, podUIDsIn(n.Dir)...))
+		if t.Failed() && os.Getenv("WATERLINE_KEEP_NODE_DIR") != "" {
+			t.Logf("Keeping the real node's directory %s (WATERLINE_KEEP_NODE_DIR); the next real node's start removes it", n.Dir)
+			return
+		}
+		if !clean {
+			t.Logf("Keeping the real node's directory %s: the next real node's start sweeps it again", n.Dir)
+			return
+		}
+		if err := os.RemoveAll(n.Dir); err != nil {
+			t.Errorf("Cleanup of real node %s: removing %s: %v", n.Name, n.Dir, err)
+		}
+	})
+}
+
+// KillUncleanly SIGKILLs kubelet and containerd at once, as the death of a
+// test binary does (their Pdeathsig), and leaves everything they started
+// as that death leaves it: the shims and the pods' processes running, the
+// mounts under Dir, the cgroups under CgroupRoot. Stop then does nothing.
+// The owner lock is kept until release is called, which drops it as the
+// dying process would: from then on the next StartRealNode (or
+// SweepRealNodes), in this test binary or another, finds the node dead and
+// sweeps it. For testing the sweep.
+func (n *RealNode) KillUncleanly() (release func()) {
+	n.cleanOnce.Do(func() {
+		for _, p := range []*Process{n.kubelet, n.containerd} {
+			if p != nil {
+				p.Kill()
 			}
 		}
 	})
+	return func() {
+		if n.lock != nil {
+			_ = n.lock.Close()
+		}
+	}
 }
 
 // podUIDs are the UIDs of the pods the API server has on the node, for
@@ -494,129 +555,6 @@ func (n *RealNode) killContainers(t testing.TB) {
 	for _, id := range strings.Fields(out) {
 		_, _ = n.ctr("containers", "delete", id)
 	}
-}
-
-// killShims SIGKILLs the runc shims serving this node's containerd (they
-// outlive it), found by the socket address on their command line.
-func (n *RealNode) killShims(t testing.TB) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) == 0 || !strings.HasSuffix(args[0], "containerd-shim-runc-v2") {
-			continue
-		}
-		for _, a := range args {
-			if a == n.ContainerdSocket {
-				t.Logf("Cleanup: killing shim %d left by containerd", pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	}
-}
-
-// unmountUnder unmounts every mount point under dir, deepest first.
-func unmountUnder(dir string) error {
-	dir = filepath.Clean(dir)
-	var errs []error
-	for range 3 {
-		mounts, err := mountPointsUnder(dir)
-		if err != nil {
-			return err
-		}
-		if len(mounts) == 0 {
-			return nil
-		}
-		errs = errs[:0]
-		for _, m := range mounts {
-			if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
-				errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func mountPointsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 5 {
-			continue
-		}
-		mp := unescapeMount(fs[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// removeCgroupTree removes cgroup cg and everything under it in every
-// hierarchy, children first, retrying while killed processes leave.
-func removeCgroupTree(cg string) error {
-	var errs []error
-	for _, root := range cgroupDirs(cg) {
-		var dirs []string
-		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
-		for _, d := range dirs {
-			var err error
-			for range 100 {
-				if err = syscall.Rmdir(d); err == nil || errors.Is(err, syscall.ENOENT) {
-					err = nil
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			if err != nil {
-				procs, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-				errs = append(errs, fmt.Errorf("removing cgroup %s (processes: %q): %w", d, strings.TrimSpace(string(procs)), err))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // removePodLogs removes what kubelet wrote to /var/log/pods and
