@@ -389,12 +389,21 @@ func TestAgentCostRealCgroups200Pods(t *testing.T) {
 		}, "20 cycles of the %s agent", name)
 	}
 	type mark struct {
-		cpu    time.Duration
-		cycles float64
+		cpu                    time.Duration
+		cycles, bytes, mallocs float64
+	}
+	// The Go runtime's cumulative allocation counters, from /metrics (the
+	// scrape itself allocates a little, once at each end).
+	allocs := func(a *testutil.Agent) (bytes, mallocs float64) {
+		page := a.Metrics(t)
+		bytes, _ = testutil.MetricValue(page, "go_memstats_alloc_bytes_total")
+		mallocs, _ = testutil.MetricValue(page, "go_memstats_mallocs_total")
+		return bytes, mallocs
 	}
 	start := map[string]mark{}
 	for name, a := range agents {
-		start[name] = mark{procCPU(t, a.PID()), cyclesOf(a)}
+		b, m := allocs(a)
+		start[name] = mark{procCPU(t, a.PID()), cyclesOf(a), b, m}
 	}
 	time.Sleep(cycles * time.Second)
 	perCycle := map[string]float64{}
@@ -403,8 +412,9 @@ func TestAgentCostRealCgroups200Pods(t *testing.T) {
 		perCycle[name] = float64(cpu.Microseconds()) / 1000 / n
 		vmRSS, _ := testutil.ProcStatus(a.PID(), "VmRSS")
 		vmHWM, _ := testutil.ProcStatus(a.PID(), "VmHWM")
-		t.Logf("%s: process CPU %.2f ms per cycle over %.0f cycles; VmRSS %.1f MiB, VmHWM %.1f MiB",
-			name, perCycle[name], n, float64(vmRSS)/mib, float64(vmHWM)/mib)
+		b, m := allocs(a)
+		t.Logf("%s: process CPU %.2f ms per cycle over %.0f cycles; VmRSS %.1f MiB, VmHWM %.1f MiB; allocated %.1f KiB in %.0f objects per cycle",
+			name, perCycle[name], n, float64(vmRSS)/mib, float64(vmHWM)/mib, (b-start[name].bytes)/1024/n, (m-start[name].mallocs)/n)
 		if name == "200 pods" && vmHWM > 64*mib {
 			t.Errorf("VmHWM with 200 pods and 30 min = %.1f MiB, goal ≤ 64 MiB", float64(vmHWM)/mib)
 		}

@@ -107,6 +107,16 @@ func (c *Cache) Run(ctx context.Context) {
 }
 
 func (c *Cache) encodeLocked(b []byte) []byte {
+	// Room for the largest encoding at once: growing a 3 MiB buffer by
+	// appends would leave four times that as garbage.
+	samples := int(c.head - c.tail)
+	most := len(checkpointMagic) + 4 + 8 + 4 + 8*samples + 4 + 4
+	for k := range c.series {
+		most += 2 + 2 + len(k.ID) + 4 + 4 + 4*samples
+	}
+	if cap(b)-len(b) < most {
+		b = append(make([]byte, 0, len(b)+most), b...)
+	}
 	b = append(b, checkpointMagic...)
 	b = binary.LittleEndian.AppendUint32(b, checkpointVersion)
 	b = binary.LittleEndian.AppendUint64(b, uint64(c.clock.Now().UnixNano()))
