@@ -78,9 +78,13 @@ type Options struct {
 	// default 1s.
 	CollectInterval time.Duration
 	// ContainerCollectInterval is how often a cycle also reads every
-	// container's cgroup (for metrics only; no decision needs it). 0
-	// never; otherwise between --collect-interval and 10m. Default 30s.
+	// container's cgroup (no decision needs it). 0 never; otherwise
+	// between --collect-interval and 10m. Default 0.
 	ContainerCollectInterval time.Duration
+	// MemoryStatInterval is how often each pod's memory.stat (its inactive
+	// file pages) is read; its charge is read every cycle. Between
+	// --collect-interval and 1m. Default 10s.
+	MemoryStatInterval time.Duration
 	// MetricRetention is how long raw samples are kept in memory. Range
 	// 1m–24h, default 30m.
 	MetricRetention time.Duration
@@ -146,6 +150,7 @@ func NewOptions() *Options {
 		ProcRoot:                 collector.DefaultProcRoot,
 		CollectInterval:          collector.DefaultInterval,
 		ContainerCollectInterval: collector.DefaultContainerInterval,
+		MemoryStatInterval:       collector.DefaultMemoryStatInterval,
 		MetricRetention:          metriccache.DefaultRetention,
 		MetricMemoryBudget:       "16Mi",
 		StateDir:                 "/var/lib/waterline-agent",
@@ -172,7 +177,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CgroupDriver, "cgroup-driver", o.CgroupDriver, "Kubelet's cgroup driver: cgroupfs, systemd, or auto to detect it.")
 	fs.StringVar(&o.ProcRoot, "proc-root", o.ProcRoot, "Proc filesystem to read stat and meminfo from (e.g. /host/proc).")
 	fs.DurationVar(&o.CollectInterval, "collect-interval", o.CollectInterval, "Period of the collect loop (100ms-1m).")
-	fs.DurationVar(&o.ContainerCollectInterval, "container-collect-interval", o.ContainerCollectInterval, "How often a cycle also reads container cgroups, for metrics only (0 = never, else collect-interval-10m).")
+	fs.DurationVar(&o.ContainerCollectInterval, "container-collect-interval", o.ContainerCollectInterval, "How often a cycle also reads container cgroups; nothing uses them yet (0 = never, else collect-interval-10m).")
+	fs.DurationVar(&o.MemoryStatInterval, "memory-stat-interval", o.MemoryStatInterval, "How often each pod's memory.stat is read for its inactive file pages; its charge is read every cycle, and memory.stat again at once when the charge moved by more than 4MiB (collect-interval-1m).")
 	fs.DurationVar(&o.MetricRetention, "metric-retention", o.MetricRetention, "How long raw samples are kept in memory (1m-24h).")
 	fs.StringVar(&o.MetricMemoryBudget, "metric-memory-budget", o.MetricMemoryBudget, "Hard limit on the metric cache's memory, a byte quantity such as 16Mi (at least 1Mi).")
 	fs.StringVar(&o.StateDir, "state-dir", o.StateDir, "Directory kept across restarts for the metric cache checkpoint and module state; created if missing.")
@@ -208,9 +214,10 @@ func (o *Options) cgroupOptions() cgroups.Options {
 
 func (o *Options) collectorConfig() collector.Config {
 	return collector.Config{
-		ProcRoot:          o.ProcRoot,
-		Interval:          o.CollectInterval,
-		ContainerInterval: ptr.To(o.ContainerCollectInterval),
+		ProcRoot:           o.ProcRoot,
+		Interval:           o.CollectInterval,
+		ContainerInterval:  ptr.To(o.ContainerCollectInterval),
+		MemoryStatInterval: o.MemoryStatInterval,
 	}
 }
 
@@ -244,7 +251,7 @@ func (o *Options) qosConfig() qos.Config {
 // fill, so their validation errors name the flag a user typed.
 var (
 	cgroupFlags    = map[string]string{"root": "cgroup-root", "version": "cgroup-version", "driver": "cgroup-driver", "kubeletCgroupRoot": "kubelet-cgroup-root"}
-	collectorFlags = map[string]string{"procRoot": "proc-root", "interval": "collect-interval", "containerInterval": "container-collect-interval"}
+	collectorFlags = map[string]string{"procRoot": "proc-root", "interval": "collect-interval", "containerInterval": "container-collect-interval", "memoryStatInterval": "memory-stat-interval"}
 	qosFlags       = map[string]string{"evictionTimeout": "eviction-timeout", "memoryEvictionsPerMinute": "memory-evictions-per-minute"}
 	cacheFlags     = map[string]string{"retention": "metric-retention", "interval": "collect-interval", "memoryBudgetBytes": "metric-memory-budget", "checkpointPath": "state-dir", "checkpointInterval": "checkpoint-interval"}
 )

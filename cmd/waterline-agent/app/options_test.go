@@ -54,6 +54,7 @@ func TestValidate(t *testing.T) {
 				o.ProcRoot = "proc"
 				o.CollectInterval = 10 * time.Millisecond
 				o.ContainerCollectInterval = time.Hour
+				o.MemoryStatInterval = time.Hour
 				o.MetricRetention = 48 * time.Hour
 				o.CheckpointInterval = 0
 			},
@@ -73,6 +74,7 @@ func TestValidate(t *testing.T) {
 				// Checked by the collector and the cache alike; said once.
 				"collect-interval: Invalid value",
 				"container-collect-interval: Invalid value",
+				"memory-stat-interval: Invalid value",
 				"metric-retention: Invalid value",
 				"checkpoint-interval: Invalid value",
 			},

@@ -46,7 +46,9 @@ type Collector struct {
 	interval    time.Duration
 	// containerInterval is Config.ContainerInterval; 0 is off.
 	containerInterval time.Duration
-	custom            []CustomMetric
+	// memStatInterval is Config.MemoryStatInterval.
+	memStatInterval time.Duration
+	custom          []CustomMetric
 
 	mu     sync.Mutex
 	reader *cgroups.Reader
@@ -55,6 +57,9 @@ type Collector struct {
 	lastContainers time.Time
 	node           counter
 	pods           map[types.UID]*podState
+	// newPods counts the pods found so far; it spreads their memory.stat
+	// reads over the interval.
+	newPods uint64
 	// listed is scratch for the containers one pod's listing found.
 	listed []*containerState
 
@@ -99,9 +104,20 @@ type podState struct {
 	// dir is the directory whose subdirectories are the containers.
 	dir        *cgroups.Dir
 	cpu        counter
+	memStat    memStatReading
 	custom     []counter
 	seen       uint64
 	containers map[string]*containerState
+}
+
+// memStatReading is a pod's last memory.stat read: the inactive file
+// pages and the charge read beside them.
+type memStatReading struct {
+	inactive, charge uint64
+	// at is when it was read, moved back by the pod's phase after the
+	// first read so that pods found together come due in different cycles.
+	at time.Time
+	ok bool
 }
 
 type containerState struct {
@@ -135,6 +151,7 @@ func New(cfg Config, layout *cgroups.Layout, clk clock.PassiveClock) (*Collector
 		clock:             clk,
 		interval:          cfg.Interval,
 		containerInterval: *cfg.ContainerInterval,
+		memStatInterval:   cfg.MemoryStatInterval,
 		custom:            cfg.CustomMetrics,
 		reader:            cgroups.NewReader(),
 		pods:              map[types.UID]*podState{},
@@ -294,7 +311,7 @@ func (c *Collector) collectPod(logger klog.Logger, ref *PodRef, s *Sample, withC
 			s.Stats.CounterResets++
 		}
 	}
-	if v, err := c.reader.MemoryWorkingSet(st.files); err != nil {
+	if v, err := c.podMemory(st, s); err != nil {
 		if cgroups.IsGone(err) {
 			gone(err)
 			return
@@ -312,6 +329,41 @@ func (c *Collector) collectPod(logger klog.Logger, ref *PodRef, s *Sample, withC
 	if pu.HasCPU || pu.HasMemory || len(pu.Containers) > 0 || len(pu.Custom) > 0 {
 		s.Pods = append(s.Pods, pu)
 	}
+}
+
+// podMemory returns the pod's working set: the charge read now minus the
+// inactive file pages of the pod's last memory.stat read. memory.stat is
+// read again when MemoryStatInterval has passed since (with half a cycle
+// of slack for tick jitter), and at once when the charge moved by more
+// than MemoryStatRefreshBytes since: a pod filling its page cache moves
+// its charge and its inactive file pages together, and must not look as if
+// it grew its working set. What a stale reading misses are pages moving
+// between the active and inactive lists at a constant charge (files read
+// again, or reclaim balancing the lists): seen at the next read.
+func (c *Collector) podMemory(st *podState, s *Sample) (uint64, error) {
+	charge, err := c.reader.MemoryCharge(st.files)
+	if err != nil {
+		return 0, err
+	}
+	now := c.clock.Now()
+	last := &st.memStat
+	if !last.ok || now.Sub(last.at) >= c.memStatInterval-c.interval/2 ||
+		max(charge, last.charge)-min(charge, last.charge) > MemoryStatRefreshBytes {
+		inactive, err := c.reader.InactiveFile(st.files)
+		if err != nil {
+			return 0, err
+		}
+		s.Stats.MemoryStatReads++
+		at := now
+		if !last.ok {
+			// The n-th pod found comes due (n mod slots) cycles early.
+			slots := uint64(c.memStatInterval / c.interval)
+			at = now.Add(-time.Duration(c.newPods%slots) * c.interval)
+			c.newPods++
+		}
+		*last = memStatReading{inactive: inactive, charge: charge, at: at, ok: true}
+	}
+	return cgroups.WorkingSet(charge, last.inactive), nil
 }
 
 // findPod looks for the pod's cgroup under its QoS class first, then the

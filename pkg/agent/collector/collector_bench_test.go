@@ -104,10 +104,10 @@ func BenchmarkCollect(b *testing.B) {
 		containers time.Duration
 	}{
 		{cgroups.V1, cgroups.DriverCgroupfs, time.Second},
-		{cgroups.V1, cgroups.DriverCgroupfs, DefaultContainerInterval},
+		{cgroups.V1, cgroups.DriverCgroupfs, 30 * time.Second},
 		{cgroups.V1, cgroups.DriverCgroupfs, 0},
 		{cgroups.V2, cgroups.DriverSystemd, time.Second},
-		{cgroups.V2, cgroups.DriverSystemd, DefaultContainerInterval},
+		{cgroups.V2, cgroups.DriverSystemd, 30 * time.Second},
 		{cgroups.V2, cgroups.DriverSystemd, 0},
 	} {
 		name := fmt.Sprintf("%s-%s/containers=%v", tc.v, tc.d, tc.containers)
@@ -134,7 +134,7 @@ func BenchmarkCollect(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e6, "cpu-ms/cycle")
 		})
-		if tc.containers == DefaultContainerInterval {
+		if tc.containers == 30*time.Second {
 			continue
 		}
 		b.Run(name+"/naive", func(b *testing.B) {
@@ -263,10 +263,21 @@ func BenchmarkCollectRealCgroupfs(b *testing.B) {
 		}
 		pods[i] = p
 	}
-	for _, containers := range []time.Duration{time.Second, DefaultContainerInterval, 0} {
-		b.Run(fmt.Sprintf("%s/containers=%v", l.Version(), containers), func(b *testing.B) {
+	for _, tc := range []struct {
+		name                      string
+		containers, memStatPeriod time.Duration
+	}{
+		// The defaults until issue 18: containers every 30 s, every
+		// pod's memory.stat every cycle.
+		{"before", 30 * time.Second, time.Second},
+		{"memstat=1s", 0, time.Second},
+		// The defaults: no containers, memory.stat every 10 s.
+		{"defaults", DefaultContainerInterval, DefaultMemoryStatInterval},
+		{"containers=1s", time.Second, DefaultMemoryStatInterval},
+	} {
+		b.Run(fmt.Sprintf("%s/%s", l.Version(), tc.name), func(b *testing.B) {
 			clk := clocktesting.NewFakeClock(time.Now())
-			c, err := New(Config{ContainerInterval: ptr.To(containers)}, real, clk)
+			c, err := New(Config{ContainerInterval: ptr.To(tc.containers), MemoryStatInterval: tc.memStatPeriod}, real, clk)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -187,7 +187,8 @@ func TestCollectFixtureTrees(t *testing.T) {
 						{ID: idESandbox, Usage: mem(1)}, {ID: idEJob, Name: "job", Usage: mem(249)}})},
 				},
 				ContainersCollected: true,
-				Stats:               CycleStats{Pods: 4, PodsCollected: 3, PodsMissing: 1, Containers: 7},
+				// Every pod's memory.stat on its first read.
+				Stats: CycleStats{Pods: 4, PodsCollected: 3, PodsMissing: 1, Containers: 7, MemoryStatReads: 3},
 			}
 			if diff := cmp.Diff(want, got, cmpSample...); diff != "" {
 				t.Errorf("Cycle 1 (-want +got):\n%s", diff)
@@ -222,7 +223,8 @@ func TestCollectFixtureTrees(t *testing.T) {
 						{ID: idESandbox, Usage: cpuMem(0, 1)}, {ID: idEJob, Name: "job", Usage: cpuMem(0.25, 249)}})},
 				},
 				ContainersCollected: true,
-				Stats:               CycleStats{Pods: 4, PodsCollected: 3, PodsMissing: 1, Containers: 7},
+				// Only db-0's memory.stat: its charge moved by 100 MiB.
+				Stats: CycleStats{Pods: 4, PodsCollected: 3, PodsMissing: 1, Containers: 7, MemoryStatReads: 1},
 			}
 			if diff := cmp.Diff(want, got, cmpSample...); diff != "" {
 				t.Errorf("Cycle 2 (-want +got):\n%s", diff)
@@ -326,6 +328,8 @@ func TestCollectHalfWrittenFiles(t *testing.T) {
 	for _, f := range fixtures {
 		t.Run(f.name, func(t *testing.T) {
 			n := newNode(t, f)
+			// memory.stat every cycle: the cut file is read at once.
+			n.c.memStatInterval = n.c.interval
 			n.collect(podG, podB, podE)
 			n.clock.Step(time.Second)
 			ctrl := func(c cgroups.Controller, p PodRef) string { return n.layout.Path(c, n.podCgroup(p)) }
@@ -572,6 +576,20 @@ func TestConfigValidate(t *testing.T) {
 		name: "interval above a minute",
 		cfg:  Config{Interval: 2 * time.Minute},
 		want: field.ErrorList{field.Invalid(field.NewPath("c", "interval"), "2m0s", "must be between 100ms and 1m")},
+	}, {
+		name: "memory.stat more often than pods",
+		cfg:  Config{Interval: 2 * time.Second, MemoryStatInterval: time.Second},
+		want: field.ErrorList{field.Invalid(field.NewPath("c", "memoryStatInterval"), "1s", "must be between interval and 1m")},
+	}, {
+		name: "memory.stat every cycle",
+		cfg:  Config{Interval: 2 * time.Second, MemoryStatInterval: 2 * time.Second},
+	}, {
+		name: "memory.stat less often than a minute",
+		cfg:  Config{MemoryStatInterval: 61 * time.Second},
+		want: field.ErrorList{field.Invalid(field.NewPath("c", "memoryStatInterval"), "1m1s", "must be between interval and 1m")},
+	}, {
+		name: "defaults follow a long interval",
+		cfg:  Config{Interval: 30 * time.Second},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -585,9 +603,9 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestConfigDefaultsOnlyFillUnset(t *testing.T) {
-	cfg := Config{ProcRoot: "/host/proc", Interval: 5 * time.Second, ContainerInterval: ptr.To(time.Duration(0))}
+	cfg := Config{ProcRoot: "/host/proc", Interval: 5 * time.Second, ContainerInterval: ptr.To(time.Duration(0)), MemoryStatInterval: 20 * time.Second}
 	cfg.SetDefaults()
-	want := Config{ProcRoot: "/host/proc", Interval: 5 * time.Second, ContainerInterval: ptr.To(time.Duration(0))}
+	want := Config{ProcRoot: "/host/proc", Interval: 5 * time.Second, ContainerInterval: ptr.To(time.Duration(0)), MemoryStatInterval: 20 * time.Second}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("SetDefaults changed set fields (-want +got):\n%s", diff)
 	}

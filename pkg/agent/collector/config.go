@@ -30,8 +30,16 @@ const (
 	DefaultInterval = time.Second
 	// DefaultContainerInterval and MaxContainerInterval: see
 	// Config.ContainerInterval.
-	DefaultContainerInterval = 30 * time.Second
-	MaxContainerInterval     = 10 * time.Minute
+	DefaultContainerInterval time.Duration = 0
+	MaxContainerInterval                   = 10 * time.Minute
+	// DefaultMemoryStatInterval and MaxMemoryStatInterval: see
+	// Config.MemoryStatInterval.
+	DefaultMemoryStatInterval = 10 * time.Second
+	MaxMemoryStatInterval     = time.Minute
+	// MemoryStatRefreshBytes is how far a pod's charged memory may move
+	// from its value at the pod's last memory.stat read before the cycle
+	// reads memory.stat again, whatever Config.MemoryStatInterval says.
+	MemoryStatRefreshBytes = 4 << 20
 	// MinInterval and MaxInterval bound Config.Interval: below 100 ms the
 	// /proc/stat jiffy (10 ms) makes node CPU too coarse; above a minute
 	// throttling and eviction would react too late.
@@ -57,10 +65,23 @@ type Config struct {
 	// every cycle. Containers multiply the files read (a pod has its
 	// containers plus the sandbox; each memory.stat costs the kernel about
 	// 10 µs to generate, and container files are not kept open), while no
-	// decision of the agent needs per-container usage: it is there for
-	// metrics. Range 0 or [Interval, 10m], default 30s (or Interval, if
-	// longer).
+	// decision of the agent needs per-container usage and nothing the
+	// agent stores, reports or serves carries it: the pod cgroup already
+	// counts its containers. Range 0 or [Interval, 10m], default 0 (off).
 	ContainerInterval *time.Duration
+	// MemoryStatInterval is how often each pod's memory.stat is read. A
+	// pod's memory is its working set, the charged memory minus the
+	// inactive file pages; the charge (memory.usage_in_bytes or
+	// memory.current, ~1 µs) is read every cycle, the inactive file pages
+	// come from memory.stat, which costs the kernel ~9 µs a read, and are
+	// read every MemoryStatInterval, and at once when the charge moved by
+	// more than MemoryStatRefreshBytes since that pod's last read. Pods
+	// are spread over the interval, so each cycle reads about
+	// pods × Interval / MemoryStatInterval of them. Interval reads every
+	// pod's memory.stat every cycle. Range [Interval, 1m], default 10s
+	// (kubelet's own working set, from its embedded cAdvisor's
+	// housekeeping, is 10–15 s old), or Interval if longer.
+	MemoryStatInterval time.Duration
 	// CustomMetrics are further metrics read from a file of each pod's
 	// cgroup every cycle (docs/design/node-qos.md#custom-metrics).
 	CustomMetrics []CustomMetric
@@ -75,7 +96,10 @@ func (c *Config) SetDefaults() {
 		c.Interval = DefaultInterval
 	}
 	if c.ContainerInterval == nil {
-		c.ContainerInterval = ptr.To(max(DefaultContainerInterval, c.Interval))
+		c.ContainerInterval = ptr.To(DefaultContainerInterval)
+	}
+	if c.MemoryStatInterval == 0 {
+		c.MemoryStatInterval = max(DefaultMemoryStatInterval, c.Interval)
 	}
 }
 
@@ -91,9 +115,15 @@ func (c *Config) Validate(fldPath *field.Path) field.ErrorList {
 	}
 	switch ci := c.ContainerInterval; {
 	case ci == nil:
-		errs = append(errs, field.Required(fldPath.Child("containerInterval"), "must be set (SetDefaults sets 30s)"))
+		errs = append(errs, field.Required(fldPath.Child("containerInterval"), "must be set (SetDefaults sets 0, off)"))
 	case *ci != 0 && (*ci < c.Interval || *ci > MaxContainerInterval):
 		errs = append(errs, field.Invalid(fldPath.Child("containerInterval"), ci.String(), "must be 0 (off) or between interval and 10m"))
+	}
+	// Never below Interval: a cycle reads memory.stat at most once. The
+	// upper bound follows an Interval above it (itself refused above), so
+	// a bad Interval is one error, not two.
+	if c.MemoryStatInterval < c.Interval || c.MemoryStatInterval > max(MaxMemoryStatInterval, c.Interval) {
+		errs = append(errs, field.Invalid(fldPath.Child("memoryStatInterval"), c.MemoryStatInterval.String(), "must be between interval and 1m"))
 	}
 	errs = append(errs, ValidateCustomMetrics(c.CustomMetrics, fldPath.Child("customMetrics"))...)
 	return errs

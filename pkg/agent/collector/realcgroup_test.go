@@ -23,6 +23,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -31,6 +32,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/extension"
@@ -40,8 +42,11 @@ import (
 
 // helperEnv makes the test binary act as a workload instead of running
 // tests: "burn" spins one core, "alloc:<bytes>" allocates and touches
-// memory. Either waits for a line on stdin before starting, so the test can
-// move it into its cgroup first, and writes "ready" when its load is on.
+// memory, "pagecache:<file>" writes and reads a file on command ("write
+// <MiB>", "read": read it twice, which makes its cached pages active),
+// answering "done" to each. Each waits for a line on stdin before starting,
+// so the test can move it into its cgroup first, and writes "ready" when
+// its load is on.
 const helperEnv = "WATERLINE_COLLECTOR_HELPER"
 
 func TestMain(m *testing.M) {
@@ -81,13 +86,78 @@ func runHelper(mode string) int {
 		}
 		fmt.Println("ready")
 		select {}
+	case len(mode) > 10 && mode[:10] == "pagecache:":
+		return pageCacheHelper(mode[10:])
 	}
 	return 2
 }
 
+func pageCacheHelper(path string) int {
+	fmt.Println("ready")
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var mib int
+		switch cmd := in.Text(); {
+		case cmd == "read":
+			for range 2 {
+				f, err := os.Open(path)
+				if err != nil {
+					return 2
+				}
+				_, err = io.Copy(io.Discard, f)
+				f.Close()
+				if err != nil {
+					return 2
+				}
+			}
+		case func() bool { _, err := fmt.Sscanf(cmd, "write %d", &mib); return err == nil }():
+			// A MiB at a time: the file's pages, not the buffer's,
+			// are what the test watches.
+			f, err := os.Create(path)
+			if err != nil {
+				return 2
+			}
+			buf := make([]byte, 1<<20)
+			for i := range mib {
+				for j := range buf {
+					buf[j] = byte(i + j*7)
+				}
+				if _, err := f.Write(buf); err != nil {
+					return 2
+				}
+			}
+			if err := f.Close(); err != nil {
+				return 2
+			}
+		default:
+			return 2
+		}
+		fmt.Println("done")
+	}
+	return 0
+}
+
+// helper is a workload process started by startHelper.
+type helper struct {
+	t      *testing.T
+	stdin  io.Writer
+	stdout *bufio.Reader
+}
+
+// do sends a command and waits for its "done".
+func (h *helper) do(cmd string) {
+	h.t.Helper()
+	if _, err := io.WriteString(h.stdin, cmd+"\n"); err != nil {
+		h.t.Fatal(err)
+	}
+	if line, err := h.stdout.ReadString('\n'); err != nil || line != "done\n" {
+		h.t.Fatalf("Helper did not do %q: %q, %v", cmd, line, err)
+	}
+}
+
 // startHelper starts the test binary as a workload, moves it into the pod's
 // container cgroup, lets it start and waits until it reports ready.
-func startHelper(t *testing.T, pod *cgroupstest.RealPod, mode string) {
+func startHelper(t *testing.T, pod *cgroupstest.RealPod, mode string) *helper {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
@@ -112,10 +182,12 @@ func startHelper(t *testing.T, pod *cgroupstest.RealPod, mode string) {
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
 	if err != nil || line != "ready\n" {
 		t.Fatalf("Helper %s did not get ready: %q, %v", mode, line, err)
 	}
+	return &helper{t: t, stdin: stdin, stdout: out}
 }
 
 func realCollector(t *testing.T, pod *cgroupstest.RealPod) (*Collector, PodRef) {
@@ -220,5 +292,79 @@ func TestRealCgroupPodDeletedBetweenListingAndReading(t *testing.T) {
 	}
 	if !s.Node.HasCPU || !s.Node.HasMemory {
 		t.Errorf("Node usage lost in the cycle a pod vanished: %+v", s.Node)
+	}
+}
+
+// TestRealCgroupWorkingSetFollowsPageCache checks, on the kernel's own
+// accounting, what a pod's memory means when memory.stat is read every
+// 10 s (the default) and the charge every cycle. The truth each cycle is
+// the test's own full read (charge − inactive file pages) right after.
+//   - A process writes 64 MiB of file: charge and inactive file pages both
+//     grow by 64 MiB. The collector reads memory.stat again at once (the
+//     charge moved beyond MemoryStatRefreshBytes): memory is within 4 MiB
+//     of the truth, without the file, instead of 64 MiB more.
+//   - It reads the file twice: the kernel moves the pages to the active
+//     list at a constant charge, so the working set grows by 64 MiB
+//     without a charge change. The collector misses that until the pod's
+//     next memory.stat read, at most 10 s later, and then agrees.
+func TestRealCgroupWorkingSetFollowsPageCache(t *testing.T) {
+	const fileMiB = 64
+	pod := cgroupstest.NewRealPod(t, corev1.PodQOSBurstable)
+	h := startHelper(t, pod, "pagecache:"+filepath.Join(t.TempDir(), "data"))
+	clk := clocktesting.NewFakeClock(time.Now())
+	c, err := New(Config{}, pod.Layout, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ref := PodRef{UID: pod.UID, Namespace: "test", Name: "real", QoSClass: pod.QoS}
+	truth := pod.Layout.UsageFiles(pod.Cgroup)
+	defer truth.Close()
+	r := cgroups.NewReader()
+	// cycle returns the collector's memory of the pod, the truth right
+	// after, and the cycle's memory.stat reads, in MiB.
+	cycle := func() (got, want float64, reads int) {
+		t.Helper()
+		clk.Step(time.Second)
+		s, err := c.Collect(t.Context(), []PodRef{ref})
+		if err != nil || len(s.Pods) != 1 || !s.Pods[0].HasMemory {
+			t.Fatalf("Collect: %+v, %v", s, err)
+		}
+		ws, err := r.MemoryWorkingSet(truth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(s.Pods[0].Memory) / MiB, float64(ws) / MiB, s.Stats.MemoryStatReads
+	}
+	before, _, _ := cycle()
+	cycle()
+
+	h.do(fmt.Sprintf("write %d", fileMiB))
+	got, want, reads := cycle()
+	t.Logf("After writing %d MiB of file: reported %.1f MiB, true %.1f MiB, before %.1f MiB, memory.stat reads %d", fileMiB, got, want, before, reads)
+	if reads != 1 || math.Abs(got-want) > 4 || got > before+fileMiB/2 {
+		t.Errorf("After writing %d MiB of file: %.1f MiB (%d memory.stat reads), want the truth %.1f ± 4, not the file on top of %.1f",
+			fileMiB, got, reads, want, before)
+	}
+
+	before = got
+	h.do("read")
+	seen := 0
+	for n := 1; n <= 11; n++ {
+		got, want, _ := cycle()
+		t.Logf("%d s after the file pages turned active: reported %.1f MiB, true %.1f MiB", n, got, want)
+		if want < before+fileMiB-4 {
+			t.Fatalf("The kernel did not activate the re-read pages (true working set %.1f MiB): nothing to measure", want)
+		}
+		if math.Abs(got-want) <= 4 {
+			seen = n
+			break
+		}
+		if got < before-4 || got > want+4 {
+			t.Errorf("%d s after: %.1f MiB, outside [before %.1f, truth %.1f]", n, got, before, want)
+		}
+	}
+	if seen == 0 || seen > 10 {
+		t.Errorf("Active file pages not in the pod's memory within 10 s (seen after %d s)", seen)
 	}
 }

@@ -86,7 +86,9 @@ type Usage struct {
 	// against (first read, counter reset) or the counter could not be read.
 	HasCPU bool
 	// Memory is the memory used in bytes: MemTotal − MemAvailable for the
-	// node, the working set (usage − inactive file) for cgroups.
+	// node, the working set (usage − inactive file) for cgroups. A pod's
+	// usage is read this cycle, its inactive file pages at most
+	// Config.MemoryStatInterval ago (see there); a container's both now.
 	Memory uint64
 	// HasMemory is false when the memory files could not be read.
 	HasMemory bool
@@ -149,6 +151,9 @@ type CycleStats struct {
 	PodsMissing int
 	// Containers is the number of containers read.
 	Containers int
+	// MemoryStatReads is the number of pod memory.stat files read (see
+	// Config.MemoryStatInterval).
+	MemoryStatReads int
 	// ReadErrors counts files that were empty, cut short or unparsable
 	// (the value is skipped this cycle) and other read failures.
 	ReadErrors int

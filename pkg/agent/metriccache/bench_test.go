@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,13 +205,26 @@ func BenchmarkMemory(b *testing.B) {
 func BenchmarkCheckpoint(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "ckpt")
 	c, clk := filledCache(b, Config{CheckpointPath: path})
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		start := processCPU()
+		for b.Loop() {
+			c.mu.RLock()
+			buf = c.encodeLocked(buf[:0])
+			c.mu.RUnlock()
+		}
+		b.ReportMetric(float64(processCPU()-start)/float64(b.N)/1e6, "cpu-ms/op")
+	})
 	b.Run("write", func(b *testing.B) {
 		b.ReportAllocs()
+		start := processCPU()
 		for b.Loop() {
 			if err := c.Checkpoint(); err != nil {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64(processCPU()-start)/float64(b.N)/1e6, "cpu-ms/op")
 		st, _ := os.Stat(path)
 		b.ReportMetric(float64(st.Size())/(1<<20), "file-MiB")
 	})
@@ -223,6 +237,13 @@ func BenchmarkCheckpoint(b *testing.B) {
 			}
 		}
 	})
+}
+
+// processCPU is the CPU (user + system) the process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func liveHeap() uint64 {

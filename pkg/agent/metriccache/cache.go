@@ -480,6 +480,41 @@ func (c *Cache) AggregateKind(kind Kind, r Resource, window time.Duration) map[s
 	return out
 }
 
+// AverageKind returns, by ID, the window average of every series of a kind
+// and resource that has a value in the window: the Avg of AggregateKind
+// without the percentiles, which cost a selection over each series' values.
+func (c *Cache) AverageKind(kind Kind, r Resource, window time.Duration) map[string]float64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[string]float64, len(c.series)/4)
+	lo, hi := c.windowLocked(c.clock.Now(), window)
+	for k, s := range c.series {
+		if k.Kind != kind || k.Resource != r {
+			continue
+		}
+		var sum float64 // float64, as aggregate sums
+		n := 0
+		for _, ch := range s.chunks {
+			if ch.base+chunkSlots <= lo {
+				continue
+			}
+			if ch.base >= hi {
+				break
+			}
+			for _, v := range ch.values[max(lo, ch.base)-ch.base : min(hi, ch.base+chunkSlots)-ch.base] {
+				if v == v { // not NaN
+					sum += float64(v)
+					n++
+				}
+			}
+		}
+		if n > 0 {
+			out[k.ID] = sum / float64(n)
+		}
+	}
+	return out
+}
+
 func (c *Cache) appendValuesLocked(dst []float32, s *series, lo, hi uint64) []float32 {
 	c.eachValueLocked(s, lo, hi, func(_ uint64, v float32) { dst = append(dst, v) })
 	return dst

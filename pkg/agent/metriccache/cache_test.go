@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2/ktesting"
@@ -218,6 +219,31 @@ func TestAggregateKind(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("AggregateKind (-want +got):\n%s", diff)
+	}
+}
+
+// TestAverageKind: the averages the reporter asks for are AggregateKind's,
+// over windows shorter and longer than a chunk, with gaps in the series,
+// and nothing for a series without a value in the window.
+func TestAverageKind(t *testing.T) {
+	c, clk := newCache(t, Config{})
+	fillPods(t, c, clk, 20, 600) // memory has a gap every third second
+	clk.Step(time.Second)
+	fill(t, c, clk, 100, func(int) []Point { return []Point{{PodKey("late", ResourceMemory), 7}} })
+	for _, r := range []Resource{ResourceCPU, ResourceMemory} {
+		for _, w := range []time.Duration{10 * time.Second, 5 * time.Minute, time.Hour} {
+			want := map[string]float64{}
+			for id, a := range c.AggregateKind(KindPod, r, w) {
+				want[id] = a.Avg
+			}
+			got := c.AverageKind(KindPod, r, w)
+			if diff := cmp.Diff(want, got, cmpopts.EquateApprox(1e-12, 0)); diff != "" {
+				t.Errorf("AverageKind(%s, %s) (-AggregateKind's +got):\n%s", r, w, diff)
+			}
+			if n := len(got); (w == 10*time.Second && r == ResourceCPU && n != 0) || (w > 10*time.Second && n < 20) {
+				t.Errorf("AverageKind(%s, %s) has %d pods", r, w, n)
+			}
+		}
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"math"
 	"os"
 	"time"
+	"unsafe"
 
 	"k8s.io/klog/v2"
 
@@ -106,6 +107,16 @@ func (c *Cache) Run(ctx context.Context) {
 }
 
 func (c *Cache) encodeLocked(b []byte) []byte {
+	// Room for the largest encoding at once: growing a 3 MiB buffer by
+	// appends would leave four times that as garbage.
+	samples := int(c.head - c.tail)
+	most := len(checkpointMagic) + 4 + 8 + 4 + 8*samples + 4 + 4
+	for k := range c.series {
+		most += 2 + 2 + len(k.ID) + 4 + 4 + 4*samples
+	}
+	if cap(b)-len(b) < most {
+		b = append(make([]byte, 0, len(b)+most), b...)
+	}
 	b = append(b, checkpointMagic...)
 	b = binary.LittleEndian.AppendUint32(b, checkpointVersion)
 	b = binary.LittleEndian.AppendUint64(b, uint64(c.clock.Now().UnixNano()))
@@ -118,15 +129,7 @@ func (c *Cache) encodeLocked(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint32(b, 0)
 	var written uint32
 	for k, s := range c.series {
-		// The kept range of the series: from its first value at or after
-		// the tail to its last value.
-		first, last, ok := uint64(0), uint64(0), false
-		c.eachValueLocked(s, c.tail, c.head, func(seq uint64, _ float32) {
-			if !ok {
-				first, ok = seq, true
-			}
-			last = seq
-		})
+		first, last, ok := keptRange(s, c.tail, c.head)
 		if !ok {
 			continue
 		}
@@ -135,22 +138,82 @@ func (c *Cache) encodeLocked(b []byte) []byte {
 		b = append(b, k.ID...)
 		b = binary.LittleEndian.AppendUint32(b, uint32(first-c.tail))
 		b = binary.LittleEndian.AppendUint32(b, uint32(last-first+1))
-		nan := math.Float32bits(float32(math.NaN()))
-		ci := 0
-		for seq := first; seq <= last; seq++ {
-			for ci < len(s.chunks) && s.chunks[ci].base+chunkSlots <= seq {
-				ci++
+		// Chunk by chunk: runs of a chunk's values are copied whole,
+		// samples between chunks (evicted, or the series absent) are NaN.
+		seq := first
+		for _, ch := range s.chunks {
+			if ch.base+chunkSlots <= seq {
+				continue
 			}
-			bits := nan
-			if ci < len(s.chunks) && s.chunks[ci].base <= seq {
-				bits = math.Float32bits(s.chunks[ci].values[seq-s.chunks[ci].base])
+			if ch.base > last {
+				break
 			}
-			b = binary.LittleEndian.AppendUint32(b, bits)
+			for ; seq < ch.base; seq++ {
+				b = binary.LittleEndian.AppendUint32(b, nanBits)
+			}
+			to := min(last+1, ch.base+chunkSlots)
+			b = appendFloat32s(b, ch.values[seq-ch.base:to-ch.base])
+			seq = to
 		}
 		written++
 	}
 	binary.LittleEndian.PutUint32(b[countAt:], written)
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+// nanBits is how the checkpoint writes a sample without a value.
+var nanBits = math.Float32bits(float32(math.NaN()))
+
+// keptRange is the range of a series to checkpoint: from its first value at
+// or after tail to its last value before head.
+func keptRange(s *series, tail, head uint64) (first, last uint64, ok bool) {
+	for _, ch := range s.chunks {
+		if ch.base+chunkSlots <= tail || ch.base >= head {
+			continue
+		}
+		for seq := max(tail, ch.base); seq < min(head, ch.base+chunkSlots); seq++ {
+			if v := ch.values[seq-ch.base]; v == v { // not NaN
+				first, ok = seq, true
+				break
+			}
+		}
+		if ok {
+			break
+		}
+	}
+	if !ok {
+		return 0, 0, false
+	}
+	for i := len(s.chunks) - 1; i >= 0; i-- {
+		ch := s.chunks[i]
+		if ch.base >= head {
+			continue
+		}
+		for seq := min(head, ch.base+chunkSlots); seq > max(first, ch.base); seq-- {
+			if v := ch.values[seq-1-ch.base]; v == v {
+				return first, seq - 1, true
+			}
+		}
+		if ch.base <= first {
+			break
+		}
+	}
+	return first, first, true
+}
+
+// littleEndian is whether float32s are laid out in memory as the
+// checkpoint writes them, so a run can be copied as bytes.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// appendFloat32s appends vs little-endian.
+func appendFloat32s(b []byte, vs []float32) []byte {
+	if littleEndian && len(vs) > 0 {
+		return append(b, unsafe.Slice((*byte)(unsafe.Pointer(&vs[0])), 4*len(vs))...)
+	}
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	}
+	return b
 }
 
 // restore loads the checkpoint into an empty cache, logging and ignoring

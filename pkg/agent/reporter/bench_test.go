@@ -32,9 +32,10 @@ import (
 
 // BenchmarkBuildUsage builds the usage part of one report for 200 pods
 // from a cache holding 30 minutes of them (the default policy: 300 s
-// average, 5/10/30 m aggregates). Baseline, same run: the node part the
-// same, the pods' statistics asked series by series with Aggregate instead
-// of two AggregateKind calls, and no status objects built.
+// average, 5/10/30 m aggregates). Baselines, same run, the node part the
+// same and no status objects built: the pods' full statistics from two
+// AggregateKind calls (as before issue 18), and series by series with
+// Aggregate.
 func BenchmarkBuildUsage(b *testing.B) {
 	const pods = 200
 	clk := testingclock.NewFakeClock(t0)
@@ -70,6 +71,27 @@ func BenchmarkBuildUsage(b *testing.B) {
 			u, ok := BuildUsage(cache, policy, podObjs)
 			if !ok || len(u.PodsMetric) != pods {
 				b.Fatalf("BuildUsage: ok %v, %d pods", ok, len(u.PodsMetric))
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pods, "ns/pod")
+	})
+	b.Run("aggregate-kind-before", func(b *testing.B) {
+		// BuildUsage's pod part until issue 18: every pod's full
+		// statistics (percentiles selected) for its average alone.
+		b.ReportAllocs()
+		window := 300 * time.Second
+		for b.Loop() {
+			if _, ok := averages(cache, metriccache.NodeKey, window); !ok {
+				b.Fatal("no node usage")
+			}
+			averages(cache, metriccache.SystemKey, window)
+			for _, d := range policy.AggregateDurations {
+				aggregated(cache, d.Duration)
+			}
+			cpu := cache.AggregateKind(metriccache.KindPod, metriccache.ResourceCPU, window)
+			mem := cache.AggregateKind(metriccache.KindPod, metriccache.ResourceMemory, window)
+			if len(cpu) != pods || len(mem) != pods {
+				b.Fatalf("%d, %d pods", len(cpu), len(mem))
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pods, "ns/pod")

@@ -34,7 +34,7 @@ import (
 // UsageSource answers window statistics; *metriccache.Cache is one.
 type UsageSource interface {
 	Aggregate(k metriccache.SeriesKey, window time.Duration) (metriccache.Aggregate, bool)
-	AggregateKind(kind metriccache.Kind, r metriccache.Resource, window time.Duration) map[string]metriccache.Aggregate
+	AverageKind(kind metriccache.Kind, r metriccache.Resource, window time.Duration) map[string]float64
 }
 
 // aggregationTypes are the statistics reported for every window of
@@ -87,8 +87,9 @@ func BuildUsage(src UsageSource, policy *v1alpha1.NodeMetricCollectPolicy, pods 
 		}
 	}
 
-	cpu := src.AggregateKind(metriccache.KindPod, metriccache.ResourceCPU, window)
-	mem := src.AggregateKind(metriccache.KindPod, metriccache.ResourceMemory, window)
+	// Pods report their window average only: no percentiles to select.
+	cpu := src.AverageKind(metriccache.KindPod, metriccache.ResourceCPU, window)
+	mem := src.AverageKind(metriccache.KindPod, metriccache.ResourceMemory, window)
 	podsMetric := make([]v1alpha1.PodMetricInfo, 0, len(pods))
 	for _, p := range pods {
 		c, okC := cpu[string(p.UID)]
@@ -101,8 +102,8 @@ func BuildUsage(src UsageSource, policy *v1alpha1.NodeMetricCollectPolicy, pods 
 			Name:      p.Name,
 			Band:      string(extension.BandOf(p)),
 			Usage: corev1.ResourceList{
-				corev1.ResourceCPU:    cpuQuantity(c.Avg),
-				corev1.ResourceMemory: memoryQuantity(m.Avg),
+				corev1.ResourceCPU:    cpuQuantity(c),
+				corev1.ResourceMemory: memoryQuantity(m),
 			},
 		})
 	}

@@ -212,6 +212,11 @@ func (r *Reconciler) syncMark(pod *corev1.Pod, st *podState) {
 		return
 	}
 	prev := r.marks[pod.UID]
+	if prev == nil && !st.quota && !st.shares && !st.memory && len(st.containers) == 0 {
+		// Nothing to mark and nothing marked: the common case, every
+		// cycle for every pod, without building an empty mark.
+		return
+	}
 	want := markOf(pod, st, st.kubelet, prev)
 	switch {
 	case want.empty() && prev == nil:
