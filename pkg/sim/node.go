@@ -206,9 +206,16 @@ type node struct {
 	pods  []*pod
 	hot   []podHot
 	snaps []avgSnaps
+	// reports[i] is what the node's NodeMetric says of pods[i] (kept by
+	// the run's agents; see ownReports).
+	reports []loadaware.PodReport
 
 	// LoadAware's view, refreshed lazily like the plugin's cache.
-	load        loadaware.NodeLoad
+	load loadaware.NodeLoad
+	// ownReports: the pods' reports are in reports, kept by the node's
+	// agent, and load.Metric lists no pods; otherwise (a Scheduler fed
+	// NodeMetrics) they are looked up in load.Metric.
+	ownReports  bool
 	excessFresh bool
 	excessUntil time.Time
 	assigned    iter.Seq[*loadaware.AssignedPod]
@@ -234,7 +241,9 @@ type node struct {
 	usageSum   int64
 	usageSteps int64
 	usageAvg   avgSnaps
-	podUsage   map[string]loadaware.Vector
+	// metricBase is the node's NodeMetric as LoadAware reads it before
+	// any usage is filled in; each report starts from it.
+	metricBase loadaware.Metric
 	model      predict.Predictor
 	cpuTracker *predict.Tracker
 	memTracker *predict.Tracker
@@ -310,6 +319,7 @@ func (n *node) place(p *pod, la *loadaware.Config, now time.Time) {
 	n.pods = append(n.pods, p)
 	n.hot = append(n.hot, p.h)
 	n.snaps = append(n.snaps, avgSnaps{})
+	n.reports = append(n.reports, loadaware.PodReport{})
 	n.req.add(&p.req)
 	n.nonZeroCPU += p.nonZeroCPU
 	n.nonZeroMemory += p.nonZeroMemory
@@ -344,6 +354,7 @@ func (n *node) remove(p *pod) {
 	n.pods[p.nodeIdx] = moved
 	n.hot[p.nodeIdx] = n.hot[last]
 	n.snaps[p.nodeIdx] = n.snaps[last]
+	n.reports[p.nodeIdx] = n.reports[last]
 	moved.nodeIdx = p.nodeIdx
 	if moved.candIdx >= 0 && moved != p {
 		n.candHot[moved.candIdx] = int32(moved.nodeIdx)
@@ -353,6 +364,7 @@ func (n *node) remove(p *pod) {
 	n.pods = n.pods[:last]
 	n.hot = n.hot[:last]
 	n.snaps = n.snaps[:last]
+	n.reports = n.reports[:last]
 	n.req.sub(&p.req)
 	n.nonZeroCPU -= p.nonZeroCPU
 	n.nonZeroMemory -= p.nonZeroMemory
@@ -380,9 +392,6 @@ func (n *node) remove(p *pod) {
 	if p.h.quota != qos.NoQuota {
 		n.throttled--
 	}
-	if n.podUsage != nil {
-		delete(n.podUsage, p.key)
-	}
 	p.node = nil
 }
 
@@ -396,8 +405,17 @@ func (n *node) refreshExcess(now time.Time) {
 	if n.excessFresh && (n.excessUntil.IsZero() || now.Before(n.excessUntil)) {
 		return
 	}
-	n.load.Excess, n.load.ProdExcess, n.excessUntil = loadaware.NodeExcess(n.assigned, m, now)
 	n.excessFresh = true
+	if !n.ownReports {
+		n.load.Excess, n.load.ProdExcess, n.excessUntil = loadaware.NodeExcess(n.assigned, m, now)
+		return
+	}
+	var sum loadaware.ExcessSum
+	for i, p := range n.pods {
+		e, until := p.assigned.ExcessOf(m, n.reports[i], now)
+		sum.Add(&p.assigned, e, until)
+	}
+	n.load.Excess, n.load.ProdExcess, n.excessUntil = sum.All, sum.Prod, sum.Until
 }
 
 // assignedSeq walks the node's pods for LoadAware, without allocating per

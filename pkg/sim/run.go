@@ -229,7 +229,6 @@ func (r *run) buildNodes() error {
 				}
 			}
 			n.tokens = n.maxPerMin
-			n.podUsage = map[string]loadaware.Vector{}
 			halfLife := *resolved.Predict.HalfLifeSeconds
 			layout, ok := layouts[halfLife]
 			if !ok {
@@ -250,7 +249,10 @@ func (r *run) buildNodes() error {
 			n.model = model
 			// The NodeMetric the agent reported before the run: nothing
 			// yet, so LoadAware counts every pod by its estimate.
-			n.load.Metric = r.newMetric(n, r.w.Start)
+			n.ownReports = true
+			n.metricBase = r.metricBase(n)
+			n.load.Metric = new(loadaware.Metric)
+			r.newMetric(n, n.load.Metric, r.w.Start)
 			n.load.Allocatable, _ = r.la.Allocatable(obj)
 			n.load.Thresholds, _ = r.la.NodeThresholds(obj)
 		}
