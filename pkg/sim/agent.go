@@ -211,7 +211,7 @@ func (r *run) report(n *node) {
 	for i, p := range n.pods {
 		h := &n.hot[i]
 		u := loadaware.Vector{loadaware.CPU: n.snaps[i].report(r.aggReports, h.avgSum, h.avgSteps), loadaware.Memory: h.usageMemory}
-		n.reports[i] = loadaware.PodReport{Usage: u, Reported: true}
+		n.seen[i].report = loadaware.PodReport{Usage: u, Reported: true}
 		if h.tier == tierProd || h.tier == tierMid {
 			prodMidCPU += u[loadaware.CPU]
 			prodMidMem += u[loadaware.Memory]
@@ -304,8 +304,11 @@ func (r *run) predict(n *node, now time.Time) {
 		}
 		prodCPU += h.usageCPU
 		prodMem += h.usageMemory
-		n.cpuTracker.AddPodSample(p.key, float64(h.usageCPU)/1000, 1, now)
-		n.memTracker.AddPodSample(p.key, float64(h.usageMemory)/gib, 1, now)
+		// The tracker's AddPodSample, without looking the pod up by name.
+		if p.cpuHist != nil {
+			p.cpuHist.AddSample(float64(h.usageCPU)/1000, 1, now)
+			p.memHist.AddSample(float64(h.usageMemory)/gib, 1, now)
+		}
 	}
 	n.cpuTracker.AddNodeSample(float64(prodCPU+sysCPU)/1000, 1, now)
 	n.memTracker.AddNodeSample(float64(prodMem+sysMem)/gib, 1, now)

@@ -167,10 +167,9 @@ type pod struct {
 	// what its score counts.
 	req                       resVec
 	nonZeroCPU, nonZeroMemory int64
-	// load is LoadAware's estimate of the pod while it is pending;
-	// assigned its view once the pod is on a node.
-	load     loadaware.PodLoad
-	assigned loadaware.AssignedPod
+	// load is LoadAware's estimate of the pod while it is pending (its
+	// view once the pod is on a node is in node.seen).
+	load loadaware.PodLoad
 	// candidate (above) says node QoS may act on the pod
 	// (extension.QoSProtection and its band). stand is a pod the QoS
 	// core's checks cannot tell from obj, shared by many pods (see
@@ -185,6 +184,10 @@ type pod struct {
 
 	// sig identifies what the filters see of the pod.
 	sig int
+
+	// cpuHist and memHist are the pod's usage histograms in its node's
+	// trackers (Prod pods of colocated policies; nil otherwise).
+	cpuHist, memHist *predict.Histogram
 }
 
 // node is one simulated node: what the scheduler, the agent and the
@@ -206,9 +209,8 @@ type node struct {
 	pods  []*pod
 	hot   []podHot
 	snaps []avgSnaps
-	// reports[i] is what the node's NodeMetric says of pods[i] (kept by
-	// the run's agents; see ownReports).
-	reports []loadaware.PodReport
+	// seen[i] is what LoadAware knows of pods[i] on the node.
+	seen []seenPod
 
 	// LoadAware's view, refreshed lazily like the plugin's cache.
 	load loadaware.NodeLoad
@@ -255,6 +257,9 @@ type node struct {
 	// pressureUntil: the node has MemoryPressure until then, and takes no
 	// BestEffort pod.
 	pressureUntil time.Time
+
+	// finishing: a job pod of the node did all its work this step.
+	finishing bool
 
 	// This step.
 	usageCPU, usageMemory int64
@@ -319,7 +324,7 @@ func (n *node) place(p *pod, la *loadaware.Config, now time.Time) {
 	n.pods = append(n.pods, p)
 	n.hot = append(n.hot, p.h)
 	n.snaps = append(n.snaps, avgSnaps{})
-	n.reports = append(n.reports, loadaware.PodReport{})
+	n.seen = append(n.seen, seenPod{})
 	n.req.add(&p.req)
 	n.nonZeroCPU += p.nonZeroCPU
 	n.nonZeroMemory += p.nonZeroMemory
@@ -332,7 +337,7 @@ func (n *node) place(p *pod, la *loadaware.Config, now time.Time) {
 	if la != nil {
 		// The scheduler counts the pod at once (Reserve); its estimate
 		// stands in for its load until a NodeMetric reports it.
-		p.assigned, _ = la.NewAssignedPod(p.obj, now)
+		n.seen[p.nodeIdx].assigned, _ = la.NewAssignedPod(p.obj, now)
 		n.excessFresh = false
 	}
 	p.candIdx = -1
@@ -354,7 +359,8 @@ func (n *node) remove(p *pod) {
 	n.pods[p.nodeIdx] = moved
 	n.hot[p.nodeIdx] = n.hot[last]
 	n.snaps[p.nodeIdx] = n.snaps[last]
-	n.reports[p.nodeIdx] = n.reports[last]
+	n.seen[p.nodeIdx] = n.seen[last]
+	n.seen[last] = seenPod{}
 	moved.nodeIdx = p.nodeIdx
 	if moved.candIdx >= 0 && moved != p {
 		n.candHot[moved.candIdx] = int32(moved.nodeIdx)
@@ -364,7 +370,7 @@ func (n *node) remove(p *pod) {
 	n.pods = n.pods[:last]
 	n.hot = n.hot[:last]
 	n.snaps = n.snaps[:last]
-	n.reports = n.reports[:last]
+	n.seen = n.seen[:last]
 	n.req.sub(&p.req)
 	n.nonZeroCPU -= p.nonZeroCPU
 	n.nonZeroMemory -= p.nonZeroMemory
@@ -411,9 +417,10 @@ func (n *node) refreshExcess(now time.Time) {
 		return
 	}
 	var sum loadaware.ExcessSum
-	for i, p := range n.pods {
-		e, until := p.assigned.ExcessOf(m, n.reports[i], now)
-		sum.Add(&p.assigned, e, until)
+	for i := range n.seen {
+		s := &n.seen[i]
+		e, until := s.assigned.ExcessOf(m, s.report, now)
+		sum.Add(&s.assigned, e, until)
 	}
 	n.load.Excess, n.load.ProdExcess, n.excessUntil = sum.All, sum.Prod, sum.Until
 }
@@ -422,12 +429,21 @@ func (n *node) refreshExcess(now time.Time) {
 // call: the closure is made once per node.
 func (n *node) assignedSeq() iter.Seq[*loadaware.AssignedPod] {
 	return func(yield func(*loadaware.AssignedPod) bool) {
-		for _, p := range n.pods {
-			if !yield(&p.assigned) {
+		for i := range n.seen {
+			if !yield(&n.seen[i].assigned) {
 				return
 			}
 		}
 	}
+}
+
+// seenPod is what LoadAware knows of a pod on a node: the pod as assigned
+// (counted from the moment it was placed, as Reserve does) and what the
+// node's last report said of it (kept by the run's agents; see
+// node.ownReports).
+type seenPod struct {
+	assigned loadaware.AssignedPod
+	report   loadaware.PodReport
 }
 
 // maxSnaps bounds how many report intervals an average covers.

@@ -295,6 +295,7 @@ func (r *run) placeServices() error {
 		if n.cpuTracker != nil {
 			n.cpuTracker.SetPod(p.key, start, float64(p.req[resCPU])/1000)
 			n.memTracker.SetPod(p.key, start, float64(p.req[resMemory])/gib)
+			p.cpuHist, p.memHist = n.cpuTracker.Pod(p.key), n.memTracker.Pod(p.key)
 		}
 	}
 	return nil
@@ -601,6 +602,7 @@ func (r *run) runNode(n *node, sec int64) {
 	}
 	usage := n.spec.SystemCPUMilli
 	var prodUse, prodPods, starved, beUse, competing int64
+	finishing := false
 	for i := range n.hot {
 		p := &n.hot[i]
 		u := p.usageCPU
@@ -617,14 +619,17 @@ func (r *run) runNode(n *node, sec int64) {
 		case kindBatch:
 			beUse += u
 			p.done += u * r.stepSec
+			finishing = finishing || p.done >= p.work
 		default:
 			p.done += u * r.stepSec
+			finishing = finishing || p.done >= p.work
 		}
 		if p.kind != kindService && p.shares > minShares {
 			competing += u
 		}
 	}
 	n.usageCPU, n.usageMemory = usage, mem
+	n.finishing = finishing
 	n.prodCPU, n.prodPods, n.beCPU = prodUse, prodPods, beUse
 	n.usageSum += usage
 	n.usageSteps++
@@ -737,6 +742,10 @@ const memoryPressurePeriod = 5 * time.Minute
 
 // finishJobs takes the pods whose job is done off the node.
 func (r *run) finishJobs(n *node, end time.Duration) {
+	if !n.finishing {
+		return
+	}
+	n.finishing = false
 	for i := 0; i < len(n.pods); {
 		if h := &n.hot[i]; h.kind == kindService || h.done < h.work {
 			i++
@@ -757,6 +766,7 @@ func (r *run) release(n *node, p *pod) {
 	if n.cpuTracker != nil && p.h.kind == kindService {
 		n.cpuTracker.RemovePod(p.key)
 		n.memTracker.RemovePod(p.key)
+		p.cpuHist, p.memHist = nil, nil
 	}
 }
 
