@@ -244,9 +244,14 @@ func (r *run) report(n *node) {
 		},
 		UpdateTime: now,
 	}
-	res := tiers.Calculate(n.resolved.Tiers, in, now)
-	if ok, _ := tiers.ShouldUpdate(n.resolved.Tiers, n.spec.CPUMilli, n.spec.MemoryBytes, n.published, res.Allocatable); ok {
-		n.published = res.Allocatable.ResourceList()
+	// policy.ForNode resolved the tier policy with its defaults.
+	res := tiers.CalculateDefaulted(n.resolved.Tiers, in, now)
+	var published *tiers.Allocatable
+	if n.hasPublished {
+		published = &n.published
+	}
+	if ok, _ := tiers.ShouldUpdateDefaulted(n.resolved.Tiers, n.spec.CPUMilli, n.spec.MemoryBytes, published, res.Allocatable); ok {
+		n.published, n.hasPublished = res.Allocatable, true
 		n.alloc[resMidCPU], n.alloc[resMidMemory] = res.MidCPU, res.MidMemory
 		if n.alloc[resBatchCPU] != res.BatchCPU {
 			n.bandDirty = true

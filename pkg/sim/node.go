@@ -29,6 +29,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/core/policy"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/tiers"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
 
@@ -148,10 +149,15 @@ type pod struct {
 	h         podHot
 	candidate bool
 
-	obj  *corev1.Pod
-	key  string // namespace/name, as NodeMetrics list pods
-	uid  types.UID
-	band extension.Band
+	// obj is the pod's object; nil for a job pod that has not been bound
+	// yet, which has tmpl, name and created instead (run.materialize).
+	obj     *corev1.Pod
+	tmpl    *jobTemplate
+	name    string
+	created time.Time
+	key     string // namespace/name, as NodeMetrics list pods
+	uid     types.UID
+	band    extension.Band
 	// priority is spec.priority (0 when unset); seq orders pods by
 	// creation.
 	priority int32
@@ -252,7 +258,8 @@ type node struct {
 	// Published predictions and tiers.
 	hasPeak          bool
 	peakCPU, peakMem int64
-	published        corev1.ResourceList
+	published        tiers.Allocatable
+	hasPublished     bool
 
 	// pressureUntil: the node has MemoryPressure until then, and takes no
 	// BestEffort pod.

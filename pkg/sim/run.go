@@ -410,7 +410,9 @@ type jobKey struct {
 // simulation derives from a pod depend only on what the pod asks for, not
 // on its name, so the first pod of each kind is admitted and derived, and
 // the others are copies of it under their own name: a few allocations
-// instead of the webhook's JSON and two request sums per job.
+// instead of the webhook's JSON and two request sums per job. A copy's
+// object is made when the pod is bound (materialize): nothing reads it
+// while the pod waits, and on a busy cluster tens of thousands wait.
 func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 	key := jobKey{ns, cpu, memory}
 	t, ok := r.jobTemplates[key]
@@ -438,18 +440,29 @@ func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 		return p, nil
 	}
 	r.seq++
-	// A shallow copy: what the simulation changes of a pod (its name,
-	// UID, creation time, node, phase and start time) are fields of its
-	// own; the containers, labels and annotations it shares with the
-	// template are never written after admission.
-	obj := new(corev1.Pod)
-	*obj = *t.obj
-	obj.Name, obj.UID = name, types.UID(fmt.Sprintf("%s-%d", r.policy, r.seq))
-	obj.CreationTimestamp = metav1.NewTime(r.now)
 	p := new(pod)
 	*p = t.pod
-	p.obj, p.key, p.uid, p.seq = obj, loadaware.PodKey(ns, name), obj.UID, r.seq
+	p.obj, p.key, p.uid, p.seq = nil, "", "", r.seq
+	p.tmpl, p.name, p.created = t, name, r.now
 	return p, nil
+}
+
+// materialize makes the object of a job pod jobPod copied from a
+// template, as it was when the pod was created. A shallow copy: what the
+// simulation changes of a pod (its name, UID, creation time, node, phase
+// and start time) are fields of its own; the containers, labels and
+// annotations it shares with the template are never written after
+// admission.
+func (r *run) materialize(p *pod) {
+	if p.obj != nil {
+		return
+	}
+	obj := new(corev1.Pod)
+	*obj = *p.tmpl.obj
+	obj.Name, obj.UID = p.name, types.UID(fmt.Sprintf("%s-%d", r.policy, p.seq))
+	obj.CreationTimestamp = metav1.NewTime(p.created)
+	p.obj, p.key, p.uid = obj, loadaware.PodKey(obj.Namespace, p.name), obj.UID
+	p.tmpl, p.name = nil, ""
 }
 
 // jobTemplate is the first pod of a jobKey, admitted and derived.
@@ -827,6 +840,7 @@ func (r *run) signatureID(p *pod) int {
 
 // bind places a scheduled pod: it starts running at once (kwok-like).
 func (r *run) bind(p *pod, n *node) {
+	r.materialize(p)
 	p.obj.Spec.NodeName = n.spec.Name
 	p.obj.Status.Phase = corev1.PodRunning
 	p.obj.Status.StartTime = &metav1.Time{Time: r.now}
