@@ -93,9 +93,9 @@ func placements(r *run) map[string]string {
 		if js.pod == nil {
 			continue
 		}
-		out[js.pod.obj.Name] = ""
+		out[js.pod.podName()] = ""
 		if js.pod.node != nil {
-			out[js.pod.obj.Name] = js.pod.node.spec.Name
+			out[js.pod.podName()] = js.pod.node.spec.Name
 		}
 	}
 	return out

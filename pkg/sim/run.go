@@ -447,6 +447,14 @@ func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 	return p, nil
 }
 
+// podName is the pod's name, whether its object was made yet or not.
+func (p *pod) podName() string {
+	if p.obj == nil {
+		return p.name
+	}
+	return p.obj.Name
+}
+
 // materialize makes the object of a job pod jobPod copied from a
 // template, as it was when the pod was created. A shallow copy: what the
 // simulation changes of a pod (its name, UID, creation time, node, phase
