@@ -811,25 +811,35 @@ func (r *run) evict(p *pod) {
 // for a try, by priority then creation, is placed or left for the next
 // try. A pod identical (for the filters) to one that found no node this
 // cycle is not tried: nothing placed since can have made room.
+//
+// When every pod still queued has a signature that found no node this
+// cycle, the rest of the queue is only skipped: with pods retried every
+// step (the default) the walk stops there, which on a cluster with tens
+// of thousands of waiting pods is most of it.
 func (r *run) schedulePending() {
 	r.cycle++
 	step := int32(r.step)
-	r.queue.each(func(q *queued) bool {
+	failed := 0 // signatures that found no node this cycle
+	stopEarly := r.retryEvery == 1
+	r.queue.each(func(q *queued) (left, stop bool) {
 		if q.nextTry > step {
-			return false
+			return false, false
 		}
 		if r.failedIn[q.sig] == r.cycle {
 			q.nextTry = step + int32(r.retryEvery)
-			return false
+			return false, false
 		}
 		n := r.sched.pick(q.p, r.nodes, r.now)
 		if n == nil {
 			r.failedIn[q.sig] = r.cycle
 			q.nextTry = step + int32(r.retryEvery)
-			return false
+			failed++
+			// A signature that failed keeps its pod in the queue, and no
+			// pod of it is tried again this cycle: it stays counted.
+			return false, stopEarly && failed == r.queue.signatures
 		}
 		r.bind(q.p, n)
-		return true
+		return true, false
 	})
 }
 
@@ -872,6 +882,10 @@ type signature struct {
 type pendingQueue struct {
 	levels []queueLevel
 	size   int
+	// bySig counts the queued pods of each signature; signatures counts
+	// the signatures with queued pods.
+	bySig      []int
+	signatures int
 }
 
 type queued struct {
@@ -895,27 +909,52 @@ func (q *pendingQueue) push(p *pod) {
 	}
 	q.levels[i].pods = append(q.levels[i].pods, queued{p: p, sig: int32(p.sig)})
 	q.size++
+	for len(q.bySig) <= p.sig {
+		q.bySig = append(q.bySig, 0)
+	}
+	if q.bySig[p.sig] == 0 {
+		q.signatures++
+	}
+	q.bySig[p.sig]++
 }
 
-// each calls f on every pending pod in queue order; f returns true when
-// the pod left the queue.
-func (q *pendingQueue) each(f func(*queued) bool) {
+// each calls f on every pending pod in queue order; f returns left when
+// the pod left the queue, and stop to end the walk after this pod.
+func (q *pendingQueue) each(f func(*queued) (left, stop bool)) {
 	for li := range q.levels {
 		l := &q.levels[li]
+		stopped := false
 		for i := range l.pods {
 			e := &l.pods[i]
 			if e.p == nil {
 				continue
 			}
-			if f(e) {
+			left, stop := f(e)
+			if left {
+				q.left(e.sig)
 				e.p = nil
 				l.holes++
 				q.size--
+			}
+			if stop {
+				stopped = true
+				break
 			}
 		}
 		if l.holes > 64 && l.holes*2 > len(l.pods) {
 			l.pods = slices.DeleteFunc(l.pods, func(e queued) bool { return e.p == nil })
 			l.holes = 0
 		}
+		if stopped {
+			return
+		}
+	}
+}
+
+// left counts a pod of signature sig out of the queue.
+func (q *pendingQueue) left(sig int32) {
+	q.bySig[sig]--
+	if q.bySig[sig] == 0 {
+		q.signatures--
 	}
 }
