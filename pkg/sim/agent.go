@@ -257,6 +257,7 @@ func (r *run) report(n *node) {
 			n.bandDirty = true
 		}
 		n.alloc[resBatchCPU], n.alloc[resBatchMemory] = res.BatchCPU, res.BatchMemory
+		n.syncFit()
 	}
 }
 

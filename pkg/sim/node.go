@@ -18,6 +18,7 @@ package sim
 
 import (
 	"iter"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -204,8 +205,10 @@ type node struct {
 	obj  *corev1.Node
 
 	// alloc is what the node offers (cpu, memory, pods and the tier
-	// resources the manager publishes); req what its pods request.
+	// resources the manager publishes); req what its pods request. fit
+	// is what the filters read of them (syncFit keeps it up to date).
 	alloc, req                resVec
+	fit                       *fitView
 	nonZeroCPU, nonZeroMemory int64
 	// batchReqCPU is Σ the CPU requests (tier or not) of its Batch pods.
 	batchReqCPU int64
@@ -333,6 +336,7 @@ func (n *node) place(p *pod, la *loadaware.Config, now time.Time) {
 	n.snaps = append(n.snaps, avgSnaps{})
 	n.seen = append(n.seen, seenPod{})
 	n.req.add(&p.req)
+	n.syncFit()
 	n.nonZeroCPU += p.nonZeroCPU
 	n.nonZeroMemory += p.nonZeroMemory
 	if p.h.kind == kindBatch {
@@ -379,6 +383,7 @@ func (n *node) remove(p *pod) {
 	n.snaps = n.snaps[:last]
 	n.seen = n.seen[:last]
 	n.req.sub(&p.req)
+	n.syncFit()
 	n.nonZeroCPU -= p.nonZeroCPU
 	n.nonZeroMemory -= p.nonZeroMemory
 	if p.h.kind == kindBatch {
@@ -406,6 +411,31 @@ func (n *node) remove(p *pod) {
 		n.throttled--
 	}
 	p.node = nil
+}
+
+// fitView is what NodeResourcesFit and the MemoryPressure taint read of a
+// node, in one cache line: a scheduling cycle checks hundreds of nodes per
+// pod, and reading each node's scattered fields cost more than the checks.
+type fitView struct {
+	// free is alloc − req.
+	free resVec
+	// pressureUntil is node.pressureUntil in Unix nanoseconds
+	// (math.MinInt64 when unset).
+	pressureUntil int64
+}
+
+// newFitViews returns n fitViews side by side.
+func newFitViews(n int) []fitView { return make([]fitView, n) }
+
+// syncFit writes the node's fitView from its fields.
+func (n *node) syncFit() {
+	f := n.fit
+	f.free = n.alloc
+	f.free.sub(&n.req)
+	f.pressureUntil = math.MinInt64
+	if !n.pressureUntil.IsZero() {
+		f.pressureUntil = n.pressureUntil.UnixNano()
+	}
 }
 
 // refreshExcess brings LoadAware's excess of the node's pods up to now,

@@ -167,6 +167,7 @@ func (r *run) buildNodes() error {
 		policies[i] = &cfg.ColocationPolicies[i]
 	}
 	planners := map[qos.Capacity]*qos.Planner{}
+	fits := newFitViews(len(r.w.Nodes))
 	layouts := map[int64]*predict.Layout{}
 	r.reportEvery = 0
 	for i := range r.w.Nodes {
@@ -180,7 +181,8 @@ func (r *run) buildNodes() error {
 			}},
 		}
 		obj.Status.Capacity = obj.Status.Allocatable.DeepCopy()
-		n := &node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable)}
+		n := &node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable), fit: &fits[i]}
+		n.syncFit()
 		n.assigned = n.assignedSeq()
 		resolved, errs := policy.ForNode(obj.Labels, policies)
 		if len(errs) > 0 {
@@ -590,7 +592,15 @@ func (r *run) runNode(n *node, sec int64) {
 	if n.bandDirty {
 		r.splitBandCaps(n)
 	}
+	// One pass over the pods computes what each may use and, as if the
+	// node were not contended (the common case), what it then used; when
+	// it is, CFS shares the CPU and a second pass corrects by the
+	// difference. Integer sums, so both ways give the same numbers.
 	var throttledMilli, prodWant, allowed int64
+	var prodUse, prodPods, starved, beUse, competing int64
+	finishing := false
+	starvedBelow := 1 - r.cfg.Harm.StarvedPercent/100
+	stepSec := r.stepSec
 	mem := n.spec.SystemMemoryBytes
 	for i := range n.hot {
 		p := &n.hot[i]
@@ -613,40 +623,56 @@ func (r *run) runNode(n *node, sec int64) {
 		p.usageCPU = d
 		allowed += d
 		mem += p.usageMemory
-		if p.kind == kindService {
-			prodWant += p.wantCPU
-		}
-	}
-	avail := max(n.spec.CPUMilli-n.spec.SystemCPUMilli, 0)
-	if allowed > avail {
-		r.shareCPU(n, avail)
-	}
-	usage := n.spec.SystemCPUMilli
-	var prodUse, prodPods, starved, beUse, competing int64
-	finishing := false
-	for i := range n.hot {
-		p := &n.hot[i]
-		u := p.usageCPU
-		p.avgSum += u
+		p.avgSum += d
 		p.avgSteps++
-		usage += u
 		switch p.kind {
 		case kindService:
-			prodUse += u
+			prodWant += p.wantCPU
+			prodUse += d
 			prodPods++
-			if float64(u) < float64(p.wantCPU)*(1-r.cfg.Harm.StarvedPercent/100) {
+			if float64(d) < float64(p.wantCPU)*starvedBelow {
 				starved++
 			}
 		case kindBatch:
-			beUse += u
-			p.done += u * r.stepSec
+			beUse += d
+			p.done += d * stepSec
 			finishing = finishing || p.done >= p.work
 		default:
-			p.done += u * r.stepSec
+			p.done += d * stepSec
 			finishing = finishing || p.done >= p.work
 		}
 		if p.kind != kindService && p.shares > minShares {
-			competing += u
+			competing += d
+		}
+	}
+	usage := n.spec.SystemCPUMilli + allowed
+	avail := max(n.spec.CPUMilli-n.spec.SystemCPUMilli, 0)
+	if allowed > avail {
+		r.shareCPU(n, avail)
+		usage = n.spec.SystemCPUMilli
+		prodUse, starved, beUse, competing, finishing = 0, 0, 0, 0, false
+		for i := range n.hot {
+			p := &n.hot[i]
+			u := p.usageCPU
+			p.avgSum += u - p.allowedCPU
+			usage += u
+			switch p.kind {
+			case kindService:
+				prodUse += u
+				if float64(u) < float64(p.wantCPU)*starvedBelow {
+					starved++
+				}
+			case kindBatch:
+				beUse += u
+				p.done += (u - p.allowedCPU) * stepSec
+				finishing = finishing || p.done >= p.work
+			default:
+				p.done += (u - p.allowedCPU) * stepSec
+				finishing = finishing || p.done >= p.work
+			}
+			if p.kind != kindService && p.shares > minShares {
+				competing += u
+			}
 		}
 	}
 	n.usageCPU, n.usageMemory = usage, mem
@@ -750,6 +776,7 @@ func (r *run) oomKill(n *node) {
 		// Kubelet reports MemoryPressure, and the node is tainted against
 		// BestEffort pods, for the pressure transition period (5 min).
 		n.pressureUntil = r.now.Add(memoryPressurePeriod)
+		n.syncFit()
 		r.stats.oomKilled()
 		r.evict(victim)
 	}

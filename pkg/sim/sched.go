@@ -70,14 +70,17 @@ type scheduler struct {
 
 // fits reports whether p passes the filters on n at now.
 func (s *scheduler) fits(p *pod, n *node, now time.Time) bool {
-	if n.req[resPods]+1 > n.alloc[resPods] {
+	// NodeResourcesFit and the MemoryPressure taint read the node's
+	// fitView, which the nodes keep side by side.
+	f := n.fit
+	if f.free[resPods] < 1 {
 		return false
 	}
-	if p.bestEffort && now.Before(n.pressureUntil) {
+	if p.bestEffort && now.UnixNano() < f.pressureUntil {
 		return false
 	}
 	for r := range resPods {
-		if p.req[r] > 0 && p.req[r] > n.alloc[r]-n.req[r] {
+		if p.req[r] > 0 && p.req[r] > f.free[r] {
 			return false
 		}
 	}

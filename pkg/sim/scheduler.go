@@ -65,6 +65,7 @@ func NewScheduler(spec loadaware.Spec, nodes []*corev1.Node, seed int64) (*Sched
 		la:     la,
 		byName: map[string]*node{},
 	}
+	fits := newFitViews(len(nodes))
 	for i, obj := range nodes {
 		alloc := resVecOf(obj.Status.Allocatable)
 		n := &node{
@@ -72,7 +73,9 @@ func NewScheduler(spec loadaware.Spec, nodes []*corev1.Node, seed int64) (*Sched
 			spec:  &workload.Node{Name: obj.Name, CPUMilli: alloc[resCPU], MemoryBytes: alloc[resMemory], Pods: alloc[resPods]},
 			obj:   obj,
 			alloc: alloc,
+			fit:   &fits[i],
 		}
+		n.syncFit()
 		n.assigned = n.assignedSeq()
 		// A malformed annotation is ignored, as the plugin does.
 		n.load.Allocatable, _ = la.Allocatable(obj)
