@@ -128,7 +128,7 @@ func newRun(cfg *Config, w *workload.Workload, p Policy) (*run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("LoadAware args: %w", err)
 		}
-		r.la, r.sched.la = la, la
+		r.la, r.sched.la, r.sched.laWeight = la, la, cfg.LoadAwareWeight
 		for i := range cfg.ColocationPolicies {
 			if cp := &cfg.ColocationPolicies[i]; cp.Name == v1alpha1.DefaultColocationPolicyName {
 				r.profiles = cp.Spec.Profiles
