@@ -19,7 +19,6 @@ package sim
 import (
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -177,18 +176,22 @@ func (r *run) setForbid(n *node, forbid bool) {
 	}
 }
 
-// newMetric is the LoadAware view of a NodeMetric the agent reports at
-// now: everything but the usage, which the caller fills in as vectors
-// (building the NodeMetric's ResourceLists for a thousand nodes every
-// minute would cost more than the rest of the step).
-func (r *run) newMetric(n *node, now time.Time) *loadaware.Metric {
-	nm := &v1alpha1.NodeMetric{
-		Spec:   v1alpha1.NodeMetricSpec{CollectPolicy: n.resolved.Collect},
-		Status: v1alpha1.NodeMetricStatus{UpdateTime: &metav1.Time{Time: now}},
-	}
-	m := r.la.NewMetric(nm)
+// metricBase is the LoadAware view of the node's NodeMetric before the
+// agent fills in its status: its collect policy. A report starts from it
+// and fills in the usage as vectors (building the NodeMetric's
+// ResourceLists for a thousand nodes every minute would cost more than the
+// rest of the step). The agent keeps what it reports of each pod in
+// node.reports, so the view lists no pods.
+func (r *run) metricBase(n *node) loadaware.Metric {
+	return *r.la.NewMetric(&v1alpha1.NodeMetric{Spec: v1alpha1.NodeMetricSpec{CollectPolicy: n.resolved.Collect}})
+}
+
+// newMetric sets m to the LoadAware view of the NodeMetric the agent
+// reports at now, usage not filled in yet.
+func (r *run) newMetric(n *node, m *loadaware.Metric, now time.Time) {
+	*m = n.metricBase
+	r.la.SetUpdateTime(m, now)
 	m.ForbidScheduling = n.forbid
-	return m
 }
 
 // report is the node agent's NodeMetric report, followed by what the
@@ -196,16 +199,19 @@ func (r *run) newMetric(n *node, now time.Time) *loadaware.Metric {
 // the manager's tier calculation for the node.
 func (r *run) report(n *node) {
 	now := r.now
-	m := r.newMetric(n, now)
+	// Only the scheduler reads the node's metric, and only after this
+	// report: it is refreshed in place.
+	m := n.load.Metric
+	r.newMetric(n, m, now)
 	m.NodeUsage[loadaware.CPU] = n.usageAvg.report(r.aggReports, n.usageSum, n.usageSteps)
 	m.NodeUsage[loadaware.Memory] = n.usageMemory
-	// Pods leave the map when they leave the node (node.remove), so
-	// refilling it leaves exactly the node's pods, without clearing it.
+	// Pods placed from now on are not in the report: place adds them
+	// unreported.
 	var prodMidCPU, prodMidMem, prodReqCPU, prodReqMem int64
 	for i, p := range n.pods {
 		h := &n.hot[i]
 		u := loadaware.Vector{loadaware.CPU: n.snaps[i].report(r.aggReports, h.avgSum, h.avgSteps), loadaware.Memory: h.usageMemory}
-		n.podUsage[p.key] = u
+		n.seen[i].report = loadaware.PodReport{Usage: u, Reported: true}
 		if h.tier == tierProd || h.tier == tierMid {
 			prodMidCPU += u[loadaware.CPU]
 			prodMidMem += u[loadaware.Memory]
@@ -220,13 +226,11 @@ func (r *run) report(n *node) {
 		m.ProdUsage[loadaware.CPU] += n.spec.SystemCPUMilli
 		m.ProdUsage[loadaware.Memory] += n.spec.SystemMemoryBytes
 	}
-	m.PodUsage = n.podUsage
 
 	if n.hasPeak {
 		m.ProdPeak[loadaware.CPU], m.ProdPeak[loadaware.Memory] = n.peakCPU, n.peakMem
 		m.HasProdPeak = true
 	}
-	n.load.Metric = m
 	n.excessFresh = false
 
 	in := tiers.NodeInput{
@@ -240,14 +244,20 @@ func (r *run) report(n *node) {
 		},
 		UpdateTime: now,
 	}
-	res := tiers.Calculate(n.resolved.Tiers, in, now)
-	if ok, _ := tiers.ShouldUpdate(n.resolved.Tiers, n.spec.CPUMilli, n.spec.MemoryBytes, n.published, res.Allocatable); ok {
-		n.published = res.Allocatable.ResourceList()
+	// policy.ForNode resolved the tier policy with its defaults.
+	res := tiers.CalculateDefaulted(n.resolved.Tiers, in, now)
+	var published *tiers.Allocatable
+	if n.hasPublished {
+		published = &n.published
+	}
+	if ok, _ := tiers.ShouldUpdateDefaulted(n.resolved.Tiers, n.spec.CPUMilli, n.spec.MemoryBytes, published, res.Allocatable); ok {
+		n.published, n.hasPublished = res.Allocatable, true
 		n.alloc[resMidCPU], n.alloc[resMidMemory] = res.MidCPU, res.MidMemory
 		if n.alloc[resBatchCPU] != res.BatchCPU {
 			n.bandDirty = true
 		}
 		n.alloc[resBatchCPU], n.alloc[resBatchMemory] = res.BatchCPU, res.BatchMemory
+		n.syncFit()
 	}
 }
 
@@ -300,8 +310,11 @@ func (r *run) predict(n *node, now time.Time) {
 		}
 		prodCPU += h.usageCPU
 		prodMem += h.usageMemory
-		n.cpuTracker.AddPodSample(p.key, float64(h.usageCPU)/1000, 1, now)
-		n.memTracker.AddPodSample(p.key, float64(h.usageMemory)/gib, 1, now)
+		// The tracker's AddPodSample, without looking the pod up by name.
+		if p.cpuHist != nil {
+			p.cpuHist.AddSample(float64(h.usageCPU)/1000, 1, now)
+			p.memHist.AddSample(float64(h.usageMemory)/gib, 1, now)
+		}
 	}
 	n.cpuTracker.AddNodeSample(float64(prodCPU+sysCPU)/1000, 1, now)
 	n.memTracker.AddNodeSample(float64(prodMem+sysMem)/gib, 1, now)

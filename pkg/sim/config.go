@@ -122,6 +122,11 @@ type Config struct {
 	// LoadAware are the LoadAware args of the waterline policies (they
 	// must be valid LoadAware args). Default DefaultLoadAwareSpec().
 	LoadAware *loadaware.Spec
+	// LoadAwareWeight is LoadAware's score weight in the waterline
+	// policies' scheduler profile, against the default plugins' request
+	// scores (weight 1 each), as the chart's scheduler.loadAwareWeight
+	// sets it. In [1, 100]. Default DefaultLoadAwareWeight.
+	LoadAwareWeight int64
 	// NodeQOS are the NodeQOS objects node agents enforce (each selects
 	// nodes by their labels; sim nodes carry kubernetes.io/hostname and
 	// the workload's node name). The CPU evict line they give a node is
@@ -164,6 +169,10 @@ const (
 	NamespaceMid    = "mid"
 	NamespaceBatch  = "batch"
 )
+
+// DefaultLoadAwareWeight is the chart's scheduler.loadAwareWeight
+// (charts/waterline/values.yaml).
+const DefaultLoadAwareWeight = 2
 
 // DefaultLoadAwareSpec returns LoadAware's default args
 // (docs/design/loadaware.md#args-and-defaults, as the scheduler defaults them:
@@ -248,6 +257,9 @@ func (c Config) WithDefaults() Config {
 	if c.LoadAware == nil {
 		c.LoadAware = ptr.To(DefaultLoadAwareSpec())
 	}
+	if c.LoadAwareWeight == 0 {
+		c.LoadAwareWeight = DefaultLoadAwareWeight
+	}
 	if c.NodeQOS == nil {
 		c.NodeQOS = DefaultNodeQOS()
 	}
@@ -301,6 +313,9 @@ func (c *Config) Validate() field.ErrorList {
 		if _, err := loadaware.NewConfig(*c.LoadAware); err != nil {
 			errs = append(errs, field.Invalid(root.Child("loadAware"), "", err.Error()))
 		}
+	}
+	if c.LoadAwareWeight < 1 || c.LoadAwareWeight > 100 {
+		errs = append(errs, field.Invalid(root.Child("loadAwareWeight"), c.LoadAwareWeight, "must be in [1, 100]"))
 	}
 	for i := range c.ColocationPolicies {
 		p := &c.ColocationPolicies[i]

@@ -44,21 +44,19 @@ func Run(ctx context.Context, cfg Config, w *workload.Workload) (*Result, error)
 		return nil, fmt.Errorf("invalid simulation config: workload %s lasts %s, less than one step (%s)", w.Name, w.Duration, cfg.Step)
 	}
 	logger := klog.FromContext(ctx)
-	runs := make([]*run, len(cfg.Policies))
-	for i, p := range cfg.Policies {
-		r, err := newRun(&cfg, w, p)
-		if err != nil {
-			return nil, fmt.Errorf("setting up policy %s: %w", p, err)
-		}
-		runs[i] = r
-	}
-
+	// A policy's cluster is built when its turn comes and dropped as soon
+	// as its result is taken, so that at most GOMAXPROCS clusters are in
+	// memory at a time.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make([]error, len(runs))
+	results := make([]PolicyResult, len(cfg.Policies))
+	// setupErrs are bad configs; errs what stopped a run (the others stop
+	// when one fails, so a setup error is the one to report).
+	setupErrs := make([]error, len(cfg.Policies))
+	errs := make([]error, len(cfg.Policies))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
-	for i, r := range runs {
+	for i, p := range cfg.Policies {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -69,6 +67,12 @@ func Run(ctx context.Context, cfg Config, w *workload.Workload) (*Result, error)
 				return
 			}
 			defer func() { <-sem }()
+			r, err := newRun(&cfg, w, p)
+			if err != nil {
+				setupErrs[i] = fmt.Errorf("setting up policy %s: %w", p, err)
+				cancel()
+				return
+			}
 			start := time.Now()
 			logger.V(2).Info("Simulating policy", "policy", r.policy, "nodes", len(r.nodes), "steps", r.steps)
 			if err := r.Run(ctx); err != nil {
@@ -76,19 +80,18 @@ func Run(ctx context.Context, cfg Config, w *workload.Workload) (*Result, error)
 				cancel()
 				return
 			}
+			results[i] = r.result()
 			logger.V(2).Info("Simulated policy", "policy", r.policy, "elapsed", time.Since(start))
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
+	for _, err := range append(setupErrs, errs...) {
 		if err != nil {
 			return nil, err
 		}
 	}
 	res := &Result{Workload: summarize(w), Seed: cfg.Seed, StepSeconds: int64(cfg.Step / time.Second)}
-	for _, r := range runs {
-		res.Policies = append(res.Policies, r.result())
-	}
+	res.Policies = results
 	return res, nil
 }
 

@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
@@ -93,9 +95,9 @@ func placements(r *run) map[string]string {
 		if js.pod == nil {
 			continue
 		}
-		out[js.pod.obj.Name] = ""
+		out[js.pod.podName()] = ""
 		if js.pod.node != nil {
-			out[js.pod.obj.Name] = js.pod.node.spec.Name
+			out[js.pod.podName()] = js.pod.node.spec.Name
 		}
 	}
 	return out
@@ -216,6 +218,41 @@ func TestThrottleThenEvict(t *testing.T) {
 		if p := r.jobs[j].pod; p.node == nil || p.st().quota != qos.NoQuota {
 			t.Errorf("job %s was acted on, but its node never crossed a line", r.jobs[j].spec.Name)
 		}
+	}
+}
+
+// TestEvictionRateLimit: four 400m Batch jobs beside web on node-a; web
+// bursts to 3.4 cores at step 30, and at step 47 the window average calls
+// for all four to go. Under NodeQOS eviction.maxPerMinute 10 they are
+// evicted in that cycle; under 1 the agent's budget holds the others, which
+// go one at a time as it refills (a sixth of a token per 10 s cycle).
+func TestEvictionRateLimit(t *testing.T) {
+	evictedAt := func(maxPerMinute int32) []int {
+		cfg := Config{}.WithDefaults()
+		cfg.NodeQOS[0].Spec.Eviction = &v1alpha1.EvictionPolicy{MaxPerMinute: ptr.To(maxPerMinute)}
+		r, err := newRun(&cfg, tiny(1, 30, 3.4, 400, 400, 400, 400), PolicyWaterline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []int
+		for ; r.step < 100; r.step++ {
+			before := r.stats.evictions
+			if err := r.oneStep(); err != nil {
+				t.Fatal(err)
+			}
+			for range r.stats.evictions - before {
+				steps = append(steps, r.step)
+			}
+		}
+		return steps
+	}
+	if diff := cmp.Diff([]int{47, 47, 47, 47}, evictedAt(10)); diff != "" {
+		t.Errorf("evictions under a budget of 10 a minute (-want +got):\n%s", diff)
+	}
+	// 1/6 added six times is just under 1 in floating point: the budget
+	// refills on the seventh cycle.
+	if diff := cmp.Diff([]int{47, 54, 61, 68}, evictedAt(1)); diff != "" {
+		t.Errorf("evictions under a budget of 1 a minute (-want +got):\n%s", diff)
 	}
 }
 

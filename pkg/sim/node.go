@@ -18,6 +18,7 @@ package sim
 
 import (
 	"iter"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/core/policy"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/tiers"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
 
@@ -148,10 +150,15 @@ type pod struct {
 	h         podHot
 	candidate bool
 
-	obj  *corev1.Pod
-	key  string // namespace/name, as NodeMetrics list pods
-	uid  types.UID
-	band extension.Band
+	// obj is the pod's object; nil for a job pod that has not been bound
+	// yet, which has tmpl, name and created instead (run.materialize).
+	obj     *corev1.Pod
+	tmpl    *jobTemplate
+	name    string
+	created time.Time
+	key     string // namespace/name, as NodeMetrics list pods
+	uid     types.UID
+	band    extension.Band
 	// priority is spec.priority (0 when unset); seq orders pods by
 	// creation.
 	priority int32
@@ -167,10 +174,9 @@ type pod struct {
 	// what its score counts.
 	req                       resVec
 	nonZeroCPU, nonZeroMemory int64
-	// load is LoadAware's estimate of the pod while it is pending;
-	// assigned its view once the pod is on a node.
-	load     loadaware.PodLoad
-	assigned loadaware.AssignedPod
+	// load is LoadAware's estimate of the pod while it is pending (its
+	// view once the pod is on a node is in node.seen).
+	load loadaware.PodLoad
 	// candidate (above) says node QoS may act on the pod
 	// (extension.QoSProtection and its band). stand is a pod the QoS
 	// core's checks cannot tell from obj, shared by many pods (see
@@ -185,6 +191,10 @@ type pod struct {
 
 	// sig identifies what the filters see of the pod.
 	sig int
+
+	// cpuHist and memHist are the pod's usage histograms in its node's
+	// trackers (Prod pods of colocated policies; nil otherwise).
+	cpuHist, memHist *predict.Histogram
 }
 
 // node is one simulated node: what the scheduler, the agent and the
@@ -195,8 +205,10 @@ type node struct {
 	obj  *corev1.Node
 
 	// alloc is what the node offers (cpu, memory, pods and the tier
-	// resources the manager publishes); req what its pods request.
+	// resources the manager publishes); req what its pods request. fit
+	// is what the filters read of them (syncFit keeps it up to date).
 	alloc, req                resVec
+	fit                       *fitView
 	nonZeroCPU, nonZeroMemory int64
 	// batchReqCPU is Σ the CPU requests (tier or not) of its Batch pods.
 	batchReqCPU int64
@@ -206,9 +218,15 @@ type node struct {
 	pods  []*pod
 	hot   []podHot
 	snaps []avgSnaps
+	// seen[i] is what LoadAware knows of pods[i] on the node.
+	seen []seenPod
 
 	// LoadAware's view, refreshed lazily like the plugin's cache.
-	load        loadaware.NodeLoad
+	load loadaware.NodeLoad
+	// ownReports: the pods' reports are in reports, kept by the node's
+	// agent, and load.Metric lists no pods; otherwise (a Scheduler fed
+	// NodeMetrics) they are looked up in load.Metric.
+	ownReports  bool
 	excessFresh bool
 	excessUntil time.Time
 	assigned    iter.Seq[*loadaware.AssignedPod]
@@ -234,18 +252,24 @@ type node struct {
 	usageSum   int64
 	usageSteps int64
 	usageAvg   avgSnaps
-	podUsage   map[string]loadaware.Vector
+	// metricBase is the node's NodeMetric as LoadAware reads it before
+	// any usage is filled in; each report starts from it.
+	metricBase loadaware.Metric
 	model      predict.Predictor
 	cpuTracker *predict.Tracker
 	memTracker *predict.Tracker
 	// Published predictions and tiers.
 	hasPeak          bool
 	peakCPU, peakMem int64
-	published        corev1.ResourceList
+	published        tiers.Allocatable
+	hasPublished     bool
 
 	// pressureUntil: the node has MemoryPressure until then, and takes no
 	// BestEffort pod.
 	pressureUntil time.Time
+
+	// finishing: a job pod of the node did all its work this step.
+	finishing bool
 
 	// This step.
 	usageCPU, usageMemory int64
@@ -310,7 +334,9 @@ func (n *node) place(p *pod, la *loadaware.Config, now time.Time) {
 	n.pods = append(n.pods, p)
 	n.hot = append(n.hot, p.h)
 	n.snaps = append(n.snaps, avgSnaps{})
+	n.seen = append(n.seen, seenPod{})
 	n.req.add(&p.req)
+	n.syncFit()
 	n.nonZeroCPU += p.nonZeroCPU
 	n.nonZeroMemory += p.nonZeroMemory
 	if p.h.kind == kindBatch {
@@ -322,7 +348,7 @@ func (n *node) place(p *pod, la *loadaware.Config, now time.Time) {
 	if la != nil {
 		// The scheduler counts the pod at once (Reserve); its estimate
 		// stands in for its load until a NodeMetric reports it.
-		p.assigned, _ = la.NewAssignedPod(p.obj, now)
+		n.seen[p.nodeIdx].assigned, _ = la.NewAssignedPod(p.obj, now)
 		n.excessFresh = false
 	}
 	p.candIdx = -1
@@ -344,6 +370,8 @@ func (n *node) remove(p *pod) {
 	n.pods[p.nodeIdx] = moved
 	n.hot[p.nodeIdx] = n.hot[last]
 	n.snaps[p.nodeIdx] = n.snaps[last]
+	n.seen[p.nodeIdx] = n.seen[last]
+	n.seen[last] = seenPod{}
 	moved.nodeIdx = p.nodeIdx
 	if moved.candIdx >= 0 && moved != p {
 		n.candHot[moved.candIdx] = int32(moved.nodeIdx)
@@ -353,7 +381,9 @@ func (n *node) remove(p *pod) {
 	n.pods = n.pods[:last]
 	n.hot = n.hot[:last]
 	n.snaps = n.snaps[:last]
+	n.seen = n.seen[:last]
 	n.req.sub(&p.req)
+	n.syncFit()
 	n.nonZeroCPU -= p.nonZeroCPU
 	n.nonZeroMemory -= p.nonZeroMemory
 	if p.h.kind == kindBatch {
@@ -380,10 +410,32 @@ func (n *node) remove(p *pod) {
 	if p.h.quota != qos.NoQuota {
 		n.throttled--
 	}
-	if n.podUsage != nil {
-		delete(n.podUsage, p.key)
-	}
 	p.node = nil
+}
+
+// fitView is what NodeResourcesFit and the MemoryPressure taint read of a
+// node, in one cache line: a scheduling cycle checks hundreds of nodes per
+// pod, and reading each node's scattered fields cost more than the checks.
+type fitView struct {
+	// free is alloc − req.
+	free resVec
+	// pressureUntil is node.pressureUntil in Unix nanoseconds
+	// (math.MinInt64 when unset).
+	pressureUntil int64
+}
+
+// newFitViews returns n fitViews side by side.
+func newFitViews(n int) []fitView { return make([]fitView, n) }
+
+// syncFit writes the node's fitView from its fields.
+func (n *node) syncFit() {
+	f := n.fit
+	f.free = n.alloc
+	f.free.sub(&n.req)
+	f.pressureUntil = math.MinInt64
+	if !n.pressureUntil.IsZero() {
+		f.pressureUntil = n.pressureUntil.UnixNano()
+	}
 }
 
 // refreshExcess brings LoadAware's excess of the node's pods up to now,
@@ -396,20 +448,39 @@ func (n *node) refreshExcess(now time.Time) {
 	if n.excessFresh && (n.excessUntil.IsZero() || now.Before(n.excessUntil)) {
 		return
 	}
-	n.load.Excess, n.load.ProdExcess, n.excessUntil = loadaware.NodeExcess(n.assigned, m, now)
 	n.excessFresh = true
+	if !n.ownReports {
+		n.load.Excess, n.load.ProdExcess, n.excessUntil = loadaware.NodeExcess(n.assigned, m, now)
+		return
+	}
+	var sum loadaware.ExcessSum
+	for i := range n.seen {
+		s := &n.seen[i]
+		e, until := s.assigned.ExcessOf(m, s.report, now)
+		sum.Add(&s.assigned, e, until)
+	}
+	n.load.Excess, n.load.ProdExcess, n.excessUntil = sum.All, sum.Prod, sum.Until
 }
 
 // assignedSeq walks the node's pods for LoadAware, without allocating per
 // call: the closure is made once per node.
 func (n *node) assignedSeq() iter.Seq[*loadaware.AssignedPod] {
 	return func(yield func(*loadaware.AssignedPod) bool) {
-		for _, p := range n.pods {
-			if !yield(&p.assigned) {
+		for i := range n.seen {
+			if !yield(&n.seen[i].assigned) {
 				return
 			}
 		}
 	}
+}
+
+// seenPod is what LoadAware knows of a pod on a node: the pod as assigned
+// (counted from the moment it was placed, as Reserve does) and what the
+// node's last report said of it (kept by the run's agents; see
+// node.ownReports).
+type seenPod struct {
+	assigned loadaware.AssignedPod
+	report   loadaware.PodReport
 }
 
 // maxSnaps bounds how many report intervals an average covers.

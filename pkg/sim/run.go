@@ -128,7 +128,7 @@ func newRun(cfg *Config, w *workload.Workload, p Policy) (*run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("LoadAware args: %w", err)
 		}
-		r.la, r.sched.la = la, la
+		r.la, r.sched.la, r.sched.laWeight = la, la, cfg.LoadAwareWeight
 		for i := range cfg.ColocationPolicies {
 			if cp := &cfg.ColocationPolicies[i]; cp.Name == v1alpha1.DefaultColocationPolicyName {
 				r.profiles = cp.Spec.Profiles
@@ -167,6 +167,7 @@ func (r *run) buildNodes() error {
 		policies[i] = &cfg.ColocationPolicies[i]
 	}
 	planners := map[qos.Capacity]*qos.Planner{}
+	fits := newFitViews(len(r.w.Nodes))
 	layouts := map[int64]*predict.Layout{}
 	r.reportEvery = 0
 	for i := range r.w.Nodes {
@@ -180,7 +181,8 @@ func (r *run) buildNodes() error {
 			}},
 		}
 		obj.Status.Capacity = obj.Status.Allocatable.DeepCopy()
-		n := &node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable)}
+		n := &node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable), fit: &fits[i]}
+		n.syncFit()
 		n.assigned = n.assignedSeq()
 		resolved, errs := policy.ForNode(obj.Labels, policies)
 		if len(errs) > 0 {
@@ -229,7 +231,6 @@ func (r *run) buildNodes() error {
 				}
 			}
 			n.tokens = n.maxPerMin
-			n.podUsage = map[string]loadaware.Vector{}
 			halfLife := *resolved.Predict.HalfLifeSeconds
 			layout, ok := layouts[halfLife]
 			if !ok {
@@ -250,7 +251,10 @@ func (r *run) buildNodes() error {
 			n.model = model
 			// The NodeMetric the agent reported before the run: nothing
 			// yet, so LoadAware counts every pod by its estimate.
-			n.load.Metric = r.newMetric(n, r.w.Start)
+			n.ownReports = true
+			n.metricBase = r.metricBase(n)
+			n.load.Metric = new(loadaware.Metric)
+			r.newMetric(n, n.load.Metric, r.w.Start)
 			n.load.Allocatable, _ = r.la.Allocatable(obj)
 			n.load.Thresholds, _ = r.la.NodeThresholds(obj)
 		}
@@ -293,6 +297,7 @@ func (r *run) placeServices() error {
 		if n.cpuTracker != nil {
 			n.cpuTracker.SetPod(p.key, start, float64(p.req[resCPU])/1000)
 			n.memTracker.SetPod(p.key, start, float64(p.req[resMemory])/gib)
+			p.cpuHist, p.memHist = n.cpuTracker.Pod(p.key), n.memTracker.Pod(p.key)
 		}
 	}
 	return nil
@@ -407,7 +412,9 @@ type jobKey struct {
 // simulation derives from a pod depend only on what the pod asks for, not
 // on its name, so the first pod of each kind is admitted and derived, and
 // the others are copies of it under their own name: a few allocations
-// instead of the webhook's JSON and two request sums per job.
+// instead of the webhook's JSON and two request sums per job. A copy's
+// object is made when the pod is bound (materialize): nothing reads it
+// while the pod waits, and on a busy cluster tens of thousands wait.
 func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 	key := jobKey{ns, cpu, memory}
 	t, ok := r.jobTemplates[key]
@@ -435,18 +442,37 @@ func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 		return p, nil
 	}
 	r.seq++
-	// A shallow copy: what the simulation changes of a pod (its name,
-	// UID, creation time, node, phase and start time) are fields of its
-	// own; the containers, labels and annotations it shares with the
-	// template are never written after admission.
-	obj := new(corev1.Pod)
-	*obj = *t.obj
-	obj.Name, obj.UID = name, types.UID(fmt.Sprintf("%s-%d", r.policy, r.seq))
-	obj.CreationTimestamp = metav1.NewTime(r.now)
 	p := new(pod)
 	*p = t.pod
-	p.obj, p.key, p.uid, p.seq = obj, loadaware.PodKey(ns, name), obj.UID, r.seq
+	p.obj, p.key, p.uid, p.seq = nil, "", "", r.seq
+	p.tmpl, p.name, p.created = t, name, r.now
 	return p, nil
+}
+
+// podName is the pod's name, whether its object was made yet or not.
+func (p *pod) podName() string {
+	if p.obj == nil {
+		return p.name
+	}
+	return p.obj.Name
+}
+
+// materialize makes the object of a job pod jobPod copied from a
+// template, as it was when the pod was created. A shallow copy: what the
+// simulation changes of a pod (its name, UID, creation time, node, phase
+// and start time) are fields of its own; the containers, labels and
+// annotations it shares with the template are never written after
+// admission.
+func (r *run) materialize(p *pod) {
+	if p.obj != nil {
+		return
+	}
+	obj := new(corev1.Pod)
+	*obj = *p.tmpl.obj
+	obj.Name, obj.UID = p.name, types.UID(fmt.Sprintf("%s-%d", r.policy, p.seq))
+	obj.CreationTimestamp = metav1.NewTime(p.created)
+	p.obj, p.key, p.uid = obj, loadaware.PodKey(obj.Namespace, p.name), obj.UID
+	p.tmpl, p.name = nil, ""
 }
 
 // jobTemplate is the first pod of a jobKey, admitted and derived.
@@ -566,7 +592,15 @@ func (r *run) runNode(n *node, sec int64) {
 	if n.bandDirty {
 		r.splitBandCaps(n)
 	}
+	// One pass over the pods computes what each may use and, as if the
+	// node were not contended (the common case), what it then used; when
+	// it is, CFS shares the CPU and a second pass corrects by the
+	// difference. Integer sums, so both ways give the same numbers.
 	var throttledMilli, prodWant, allowed int64
+	var prodUse, prodPods, starved, beUse, competing int64
+	finishing := false
+	starvedBelow := 1 - r.cfg.Harm.StarvedPercent/100
+	stepSec := r.stepSec
 	mem := n.spec.SystemMemoryBytes
 	for i := range n.hot {
 		p := &n.hot[i]
@@ -589,40 +623,60 @@ func (r *run) runNode(n *node, sec int64) {
 		p.usageCPU = d
 		allowed += d
 		mem += p.usageMemory
-		if p.kind == kindService {
-			prodWant += p.wantCPU
-		}
-	}
-	avail := max(n.spec.CPUMilli-n.spec.SystemCPUMilli, 0)
-	if allowed > avail {
-		r.shareCPU(n, avail)
-	}
-	usage := n.spec.SystemCPUMilli
-	var prodUse, prodPods, starved, beUse, competing int64
-	for i := range n.hot {
-		p := &n.hot[i]
-		u := p.usageCPU
-		p.avgSum += u
+		p.avgSum += d
 		p.avgSteps++
-		usage += u
 		switch p.kind {
 		case kindService:
-			prodUse += u
+			prodWant += p.wantCPU
+			prodUse += d
 			prodPods++
-			if float64(u) < float64(p.wantCPU)*(1-r.cfg.Harm.StarvedPercent/100) {
+			if float64(d) < float64(p.wantCPU)*starvedBelow {
 				starved++
 			}
 		case kindBatch:
-			beUse += u
-			p.done += u * r.stepSec
+			beUse += d
+			p.done += d * stepSec
+			finishing = finishing || p.done >= p.work
 		default:
-			p.done += u * r.stepSec
+			p.done += d * stepSec
+			finishing = finishing || p.done >= p.work
 		}
 		if p.kind != kindService && p.shares > minShares {
-			competing += u
+			competing += d
+		}
+	}
+	usage := n.spec.SystemCPUMilli + allowed
+	avail := max(n.spec.CPUMilli-n.spec.SystemCPUMilli, 0)
+	if allowed > avail {
+		r.shareCPU(n, avail)
+		usage = n.spec.SystemCPUMilli
+		prodUse, starved, beUse, competing, finishing = 0, 0, 0, 0, false
+		for i := range n.hot {
+			p := &n.hot[i]
+			u := p.usageCPU
+			p.avgSum += u - p.allowedCPU
+			usage += u
+			switch p.kind {
+			case kindService:
+				prodUse += u
+				if float64(u) < float64(p.wantCPU)*starvedBelow {
+					starved++
+				}
+			case kindBatch:
+				beUse += u
+				p.done += (u - p.allowedCPU) * stepSec
+				finishing = finishing || p.done >= p.work
+			default:
+				p.done += (u - p.allowedCPU) * stepSec
+				finishing = finishing || p.done >= p.work
+			}
+			if p.kind != kindService && p.shares > minShares {
+				competing += u
+			}
 		}
 	}
 	n.usageCPU, n.usageMemory = usage, mem
+	n.finishing = finishing
 	n.prodCPU, n.prodPods, n.beCPU = prodUse, prodPods, beUse
 	n.usageSum += usage
 	n.usageSteps++
@@ -722,6 +776,7 @@ func (r *run) oomKill(n *node) {
 		// Kubelet reports MemoryPressure, and the node is tainted against
 		// BestEffort pods, for the pressure transition period (5 min).
 		n.pressureUntil = r.now.Add(memoryPressurePeriod)
+		n.syncFit()
 		r.stats.oomKilled()
 		r.evict(victim)
 	}
@@ -735,6 +790,10 @@ const memoryPressurePeriod = 5 * time.Minute
 
 // finishJobs takes the pods whose job is done off the node.
 func (r *run) finishJobs(n *node, end time.Duration) {
+	if !n.finishing {
+		return
+	}
+	n.finishing = false
 	for i := 0; i < len(n.pods); {
 		if h := &n.hot[i]; h.kind == kindService || h.done < h.work {
 			i++
@@ -755,6 +814,7 @@ func (r *run) release(n *node, p *pod) {
 	if n.cpuTracker != nil && p.h.kind == kindService {
 		n.cpuTracker.RemovePod(p.key)
 		n.memTracker.RemovePod(p.key)
+		p.cpuHist, p.memHist = nil, nil
 	}
 }
 
@@ -778,25 +838,35 @@ func (r *run) evict(p *pod) {
 // for a try, by priority then creation, is placed or left for the next
 // try. A pod identical (for the filters) to one that found no node this
 // cycle is not tried: nothing placed since can have made room.
+//
+// When every pod still queued has a signature that found no node this
+// cycle, the rest of the queue is only skipped: with pods retried every
+// step (the default) the walk stops there, which on a cluster with tens
+// of thousands of waiting pods is most of it.
 func (r *run) schedulePending() {
 	r.cycle++
 	step := int32(r.step)
-	r.queue.each(func(q *queued) bool {
+	failed := 0 // signatures that found no node this cycle
+	stopEarly := r.retryEvery == 1
+	r.queue.each(func(q *queued) (left, stop bool) {
 		if q.nextTry > step {
-			return false
+			return false, false
 		}
 		if r.failedIn[q.sig] == r.cycle {
 			q.nextTry = step + int32(r.retryEvery)
-			return false
+			return false, false
 		}
 		n := r.sched.pick(q.p, r.nodes, r.now)
 		if n == nil {
 			r.failedIn[q.sig] = r.cycle
 			q.nextTry = step + int32(r.retryEvery)
-			return false
+			failed++
+			// A signature that failed keeps its pod in the queue, and no
+			// pod of it is tried again this cycle: it stays counted.
+			return false, stopEarly && failed == r.queue.signatures
 		}
 		r.bind(q.p, n)
-		return true
+		return true, false
 	})
 }
 
@@ -815,6 +885,7 @@ func (r *run) signatureID(p *pod) int {
 
 // bind places a scheduled pod: it starts running at once (kwok-like).
 func (r *run) bind(p *pod, n *node) {
+	r.materialize(p)
 	p.obj.Spec.NodeName = n.spec.Name
 	p.obj.Status.Phase = corev1.PodRunning
 	p.obj.Status.StartTime = &metav1.Time{Time: r.now}
@@ -838,6 +909,10 @@ type signature struct {
 type pendingQueue struct {
 	levels []queueLevel
 	size   int
+	// bySig counts the queued pods of each signature; signatures counts
+	// the signatures with queued pods.
+	bySig      []int
+	signatures int
 }
 
 type queued struct {
@@ -861,27 +936,52 @@ func (q *pendingQueue) push(p *pod) {
 	}
 	q.levels[i].pods = append(q.levels[i].pods, queued{p: p, sig: int32(p.sig)})
 	q.size++
+	for len(q.bySig) <= p.sig {
+		q.bySig = append(q.bySig, 0)
+	}
+	if q.bySig[p.sig] == 0 {
+		q.signatures++
+	}
+	q.bySig[p.sig]++
 }
 
-// each calls f on every pending pod in queue order; f returns true when
-// the pod left the queue.
-func (q *pendingQueue) each(f func(*queued) bool) {
+// each calls f on every pending pod in queue order; f returns left when
+// the pod left the queue, and stop to end the walk after this pod.
+func (q *pendingQueue) each(f func(*queued) (left, stop bool)) {
 	for li := range q.levels {
 		l := &q.levels[li]
+		stopped := false
 		for i := range l.pods {
 			e := &l.pods[i]
 			if e.p == nil {
 				continue
 			}
-			if f(e) {
+			left, stop := f(e)
+			if left {
+				q.left(e.sig)
 				e.p = nil
 				l.holes++
 				q.size--
+			}
+			if stop {
+				stopped = true
+				break
 			}
 		}
 		if l.holes > 64 && l.holes*2 > len(l.pods) {
 			l.pods = slices.DeleteFunc(l.pods, func(e queued) bool { return e.p == nil })
 			l.holes = 0
 		}
+		if stopped {
+			return
+		}
+	}
+}
+
+// left counts a pod of signature sig out of the queue.
+func (q *pendingQueue) left(sig int32) {
+	q.bySig[sig]--
+	if q.bySig[sig] == 0 {
+		q.signatures--
 	}
 }

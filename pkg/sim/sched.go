@@ -17,6 +17,7 @@ limitations under the License.
 package sim
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -52,9 +53,16 @@ func numFeasibleNodesToFind(numAllNodes int) int {
 //   - filter: NodeResourcesFit (pods count and every requested resource,
 //     tier resources included, against allocatable minus what the node's
 //     pods request), and with LoadAware on, LoadAware's Filter;
-//   - score: with LoadAware on, LoadAware's Score alone; otherwise
-//     NodeResourcesFit's LeastAllocated over cpu and memory (weights 1, 1,
-//     non-zero requests);
+//   - score: NodeResourcesFit's LeastAllocated over cpu and memory
+//     (weights 1, 1, non-zero requests); with LoadAware on, the profile
+//     the chart deploys (charts/waterline/templates/scheduler.yaml: the
+//     default plugins plus LoadAware at scheduler.loadAwareWeight):
+//     laWeight × LoadAware's Score + LeastAllocated +
+//     NodeResourcesBalancedAllocation (cpu and memory, weights 1; skipped
+//     for a pod requesting neither, as its PreScore does). The other
+//     default scores (TaintToleration, NodeAffinity, PodTopologySpread,
+//     InterPodAffinity, ImageLocality) are the same on every simulated
+//     node: no taints, affinities, spread constraints or images;
 //   - pick: the highest score, ties broken uniformly at random (as
 //     kube-scheduler's selectHost does, from a seeded generator here).
 //
@@ -63,6 +71,7 @@ func numFeasibleNodesToFind(numAllNodes int) int {
 // Reserve does), their excess refreshed lazily.
 type scheduler struct {
 	la        *loadaware.Config // nil: LoadAware off
+	laWeight  int64             // LoadAware's score weight
 	rng       *rand.Rand
 	nextStart int
 	feasible  []*node
@@ -70,14 +79,17 @@ type scheduler struct {
 
 // fits reports whether p passes the filters on n at now.
 func (s *scheduler) fits(p *pod, n *node, now time.Time) bool {
-	if n.req[resPods]+1 > n.alloc[resPods] {
+	// NodeResourcesFit and the MemoryPressure taint read the node's
+	// fitView, which the nodes keep side by side.
+	f := n.fit
+	if f.free[resPods] < 1 {
 		return false
 	}
-	if p.bestEffort && now.Before(n.pressureUntil) {
+	if p.bestEffort && now.UnixNano() < f.pressureUntil {
 		return false
 	}
 	for r := range resPods {
-		if p.req[r] > 0 && p.req[r] > n.alloc[r]-n.req[r] {
+		if p.req[r] > 0 && p.req[r] > f.free[r] {
 			return false
 		}
 	}
@@ -90,15 +102,57 @@ func (s *scheduler) fits(p *pod, n *node, now time.Time) bool {
 	return true
 }
 
-// score ranks n for p, 0 to 100.
+// score ranks n for p: the weighted sum of the profile's scores (each 0
+// to 100).
 func (s *scheduler) score(p *pod, n *node, now time.Time) int64 {
-	if s.la != nil {
-		n.refreshExcess(now)
-		return s.la.Score(&p.load, &n.load, now)
-	}
 	cpu := leastRequested(n.nonZeroCPU+p.nonZeroCPU, n.alloc[resCPU])
 	mem := leastRequested(n.nonZeroMemory+p.nonZeroMemory, n.alloc[resMemory])
-	return (cpu + mem) / 2
+	total := (cpu + mem) / 2
+	if s.la == nil {
+		return total
+	}
+	n.refreshExcess(now)
+	total += s.laWeight * s.la.Score(&p.load, &n.load, now)
+	if p.req[resCPU] != 0 || p.req[resMemory] != 0 {
+		total += balancedAllocation(&p.req, &n.req, &n.alloc)
+	}
+	return total
+}
+
+// balancedAllocation is NodeResourcesBalancedAllocation's score of a node
+// for a pod (kube-scheduler 1.36, cpu and memory, requests as they are):
+// how much placing the pod improves the balance of the two fractions
+// requested, from 50 (worse) through 75 (unchanged) to 100 (better).
+func balancedAllocation(pod, node, alloc *resVec) int64 {
+	var with, without [2]int64
+	for i, r := range [2]int{resCPU, resMemory} {
+		without[i] = node[r]
+		with[i] = node[r] + pod[r]
+	}
+	allocatable := [2]int64{alloc[resCPU], alloc[resMemory]}
+	withPod := balancedResourceScore(&with, &allocatable)
+	withoutPod := balancedResourceScore(&without, &allocatable)
+	const maxScore = 100
+	return maxScore/2 + (maxScore/2+withPod-withoutPod)/2
+}
+
+// balancedResourceScore is (1 − the standard deviation of the requested
+// fractions) × 100, in kube-scheduler's floating point.
+func balancedResourceScore(requested, allocatable *[2]int64) int64 {
+	var fractions [2]float64
+	k := 0
+	for i := range requested {
+		if allocatable[i] == 0 {
+			continue
+		}
+		fractions[k] = min(float64(requested[i])/float64(allocatable[i]), 1)
+		k++
+	}
+	std := 0.0
+	if k == 2 {
+		std = math.Abs((fractions[0] - fractions[1]) / 2)
+	}
+	return int64((1 - std) * float64(100))
 }
 
 // leastRequested is NodeResourcesFit's LeastAllocated score of one

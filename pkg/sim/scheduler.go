@@ -31,8 +31,8 @@ import (
 // Scheduler is the simulation's scheduler on its own, fed from API
 // objects: what the waterline policy of a simulation does to place a pod,
 // so that it can be held against a real waterline-scheduler running a
-// profile with the same plugins (NodeResourcesFit as the only filter
-// besides LoadAware, LoadAware as the only score; see the scheduler type).
+// profile with the same plugins (the chart's profile: the default plugins
+// with LoadAware at weight laWeight; see the scheduler type).
 // It is not safe for concurrent use.
 type Scheduler struct {
 	s      scheduler
@@ -47,24 +47,31 @@ type NodeScore struct {
 	Node string
 	// Fits says the pod passes every filter on the node.
 	Fits bool
-	// Score is the node's score for the pod, 0 to 100; 0 when it does not
-	// fit.
+	// Score is the node's score for the pod: the weighted sum of the
+	// profile's scores (see the scheduler type), comparable between the
+	// nodes of one pod; 0 when it does not fit.
 	Score int64
 }
 
 // NewScheduler returns a Scheduler over nodes with LoadAware args spec
-// (loadaware.Spec as the plugin's args give it); seed breaks ties. Node
-// allocatable, tier resources included, comes from status.allocatable.
-func NewScheduler(spec loadaware.Spec, nodes []*corev1.Node, seed int64) (*Scheduler, error) {
+// (loadaware.Spec as the plugin's args give it) and LoadAware's score
+// weight laWeight (the chart's scheduler.loadAwareWeight, 1 to 100); seed
+// breaks ties. Node allocatable, tier resources included, comes from
+// status.allocatable.
+func NewScheduler(spec loadaware.Spec, laWeight int64, nodes []*corev1.Node, seed int64) (*Scheduler, error) {
 	la, err := loadaware.NewConfig(spec)
 	if err != nil {
 		return nil, fmt.Errorf("LoadAware args: %w", err)
 	}
+	if laWeight < 1 || laWeight > 100 {
+		return nil, fmt.Errorf("LoadAware weight %d: must be in [1, 100]", laWeight)
+	}
 	s := &Scheduler{
-		s:      scheduler{la: la, rng: rand.New(rand.NewPCG(uint64(seed), policySeed(PolicyWaterline)))},
+		s:      scheduler{la: la, laWeight: laWeight, rng: rand.New(rand.NewPCG(uint64(seed), policySeed(PolicyWaterline)))},
 		la:     la,
 		byName: map[string]*node{},
 	}
+	fits := newFitViews(len(nodes))
 	for i, obj := range nodes {
 		alloc := resVecOf(obj.Status.Allocatable)
 		n := &node{
@@ -72,7 +79,9 @@ func NewScheduler(spec loadaware.Spec, nodes []*corev1.Node, seed int64) (*Sched
 			spec:  &workload.Node{Name: obj.Name, CPUMilli: alloc[resCPU], MemoryBytes: alloc[resMemory], Pods: alloc[resPods]},
 			obj:   obj,
 			alloc: alloc,
+			fit:   &fits[i],
 		}
+		n.syncFit()
 		n.assigned = n.assignedSeq()
 		// A malformed annotation is ignored, as the plugin does.
 		n.load.Allocatable, _ = la.Allocatable(obj)

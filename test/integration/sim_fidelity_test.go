@@ -28,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -41,54 +42,60 @@ const (
 	fidPods      = 72
 )
 
-// fidProfile is a waterline-scheduler profile with exactly the plugins the
-// simulator models: queue sort by priority, NodeResourcesFit and LoadAware
-// as the only filters, LoadAware as the only score, default binding; no
-// preemption, no other filter or score. LoadAware's args are the
-// simulator's defaults (sim.DefaultLoadAwareSpec), spelled out.
-const fidProfile = `profiles:
-- schedulerName: ` + fidScheduler + `
-  plugins:
-    multiPoint:
-      disabled:
-      - name: "*"
-      enabled:
-      - name: PrioritySort
-      - name: NodeResourcesFit
-      - name: LoadAware
-      - name: DefaultBinder
-    preScore:
-      disabled:
-      - name: NodeResourcesFit
-    score:
-      disabled:
-      - name: NodeResourcesFit
-  pluginConfig:
-  - name: LoadAware
-    args:
-      nodeMetricExpirationSeconds: 180
-      usageThresholds:
-        cpu: 65
-        memory: 95
-      resourceWeights:
-        cpu: 1
-        memory: 1
-      estimatedScalingFactors:
-        cpu: 85
-        memory: 70
-`
+// fidProfile is the scheduler profile the chart deploys
+// (charts/waterline/templates/scheduler.yaml rendered with the chart's
+// default values: the default plugins, LoadAware at scheduler.loadAwareWeight,
+// DefaultPreemption off and BandPreemption with preemption disabled), under
+// the test's scheduler name. It also returns LoadAware's weight in it.
+func fidProfile(t *testing.T, c *testutil.Cluster) (string, int64) {
+	t.Helper()
+	out := c.Helm(t, "template", "waterline", testutil.ChartDir(), "--show-only", "templates/scheduler.yaml")
+	var cm corev1.ConfigMap
+	for _, doc := range strings.Split(out, "\n---") {
+		var probe metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &probe); err != nil || probe.Kind != "ConfigMap" {
+			continue
+		}
+		if err := yaml.Unmarshal([]byte(doc), &cm); err != nil {
+			t.Fatalf("Reading the chart's scheduler ConfigMap: %v", err)
+		}
+	}
+	var config struct {
+		Profiles []map[string]any `json:"profiles"`
+	}
+	if err := yaml.Unmarshal([]byte(cm.Data["scheduler-config.yaml"]), &config); err != nil || len(config.Profiles) != 1 {
+		t.Fatalf("The chart's scheduler config has %d profiles (%v), want 1:\n%s", len(config.Profiles), err, out)
+	}
+	profile := config.Profiles[0]
+	profile["schedulerName"] = fidScheduler
+	body, err := yaml.Marshal(map[string]any{"profiles": []any{profile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The weight the chart gave LoadAware, to score the simulation alike.
+	var plugins struct {
+		Plugins struct {
+			MultiPoint struct {
+				Enabled []struct {
+					Name   string `json:"name"`
+					Weight int64  `json:"weight"`
+				} `json:"enabled"`
+			} `json:"multiPoint"`
+		} `json:"plugins"`
+	}
+	raw, _ := yaml.Marshal(profile)
+	if err := yaml.Unmarshal(raw, &plugins); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plugins.Plugins.MultiPoint.Enabled {
+		if p.Name == "LoadAware" {
+			return string(body), p.Weight
+		}
+	}
+	t.Fatalf("The chart's scheduler profile does not enable LoadAware:\n%s", body)
+	return "", 0
+}
 
-// TestSimSchedulerFidelity holds the simulator's scheduler against the
-// real waterline-scheduler: 24 kwok nodes of three shapes (two of them
-// selling Batch tier resources), NodeMetrics written by the test (usage
-// from 0 to 69 % of CPU and 0 to 79 % of memory, one stale, one in
-// forbid-scheduling state, one node without a NodeMetric), and 72 Prod and
-// Batch pods of mixed sizes created one at a time. For every pod the real
-// scheduler either binds it or declares it unschedulable; the simulator,
-// fed the same nodes, NodeMetrics and earlier placements, must find the
-// real node among its best-scored nodes (kube-scheduler breaks ties at
-// random, so an equally scored node is a match), and find no node where
-// the real scheduler found none.
 func TestSimSchedulerFidelity(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
@@ -174,7 +181,11 @@ func TestSimSchedulerFidelity(t *testing.T) {
 		}
 	}()
 
-	simulated, err := sim.NewScheduler(sim.DefaultLoadAwareSpec(), nodes, 1)
+	profile, laWeight := fidProfile(t, c)
+	if laWeight != sim.DefaultLoadAwareWeight {
+		t.Errorf("the chart weighs LoadAware %d, the simulator's default is %d", laWeight, sim.DefaultLoadAwareWeight)
+	}
+	simulated, err := sim.NewScheduler(sim.DefaultLoadAwareSpec(), laWeight, nodes, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +195,7 @@ func TestSimSchedulerFidelity(t *testing.T) {
 		}
 	}
 
-	c.StartScheduler(t, fidProfile)
+	c.StartScheduler(t, profile)
 	c.CreateNamespace(t, fidNamespace, nil)
 
 	rng := rand.New(rand.NewPCG(42, 7))

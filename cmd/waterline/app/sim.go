@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -131,11 +132,18 @@ func policyNames() []string {
 	return out
 }
 
-// commandLine is how the command was invoked, for the report.
+// commandLine is how the command was invoked, for the report. An
+// absolute path (a trace, the output directory) is shown by its last
+// element: the report must not show the directories of the machine that
+// ran it.
 func commandLine(cmd *cobra.Command) string {
 	args := []string{"waterline", "sim"}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		args = append(args, "--"+f.Name+"="+f.Value.String())
+		v := f.Value.String()
+		if (f.Name == "workload" || f.Name == "out") && filepath.IsAbs(v) {
+			v = filepath.Base(v)
+		}
+		args = append(args, "--"+f.Name+"="+v)
 	})
 	return strings.Join(args, " ")
 }

@@ -91,8 +91,13 @@ func TestSimRun(t *testing.T) {
 		t.Errorf("stderr %q does not say %q", stderr, want)
 	}
 	for _, f := range []string{"index.html", "result.json", "cpu.svg", "harm.svg", "qos.svg", "tiers.svg"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
 			t.Errorf("report file missing: %v", err)
+		}
+		// --out was an absolute path: the report shows its last element.
+		if strings.Contains(string(data), filepath.Dir(dir)) {
+			t.Errorf("%s shows the absolute path %s", f, filepath.Dir(dir))
 		}
 	}
 	if strings.Contains(stderr, "[") {

@@ -42,6 +42,23 @@ import (
 // until is when the answer may change by time alone (a forced window ends);
 // zero when only a new report or a change of the pod can change it.
 func (p *AssignedPod) NeedsEstimate(m *Metric, now time.Time) (needed bool, until time.Time) {
+	return p.needsEstimate(m, m.PodReport(p.Key), now)
+}
+
+// PodReport is what a NodeMetric says of one pod: whether it lists the pod,
+// and the pod's usage if it does.
+type PodReport struct {
+	Usage    Vector
+	Reported bool
+}
+
+// PodReport returns what m says of the pod with key (PodKey).
+func (m *Metric) PodReport(key string) PodReport {
+	usage, reported := m.PodUsage[key]
+	return PodReport{Usage: usage, Reported: reported}
+}
+
+func (p *AssignedPod) needsEstimate(m *Metric, r PodReport, now time.Time) (needed bool, until time.Time) {
 	if p.AfterScheduled > 0 {
 		if end := p.ScheduledAt.Add(p.AfterScheduled); now.Before(end) {
 			needed, until = true, end
@@ -59,7 +76,7 @@ func (p *AssignedPod) NeedsEstimate(m *Metric, now time.Time) (needed bool, unti
 	if needed {
 		return true, until
 	}
-	if _, reported := m.PodUsage[p.Key]; !reported {
+	if !r.Reported {
 		return true, time.Time{}
 	}
 	return m.UpdateTime.Add(-m.averagingWindow()).Before(p.ScheduledAt), time.Time{}
@@ -91,13 +108,21 @@ func (p *AssignedPod) reflectedPerTenThousand(m *Metric) int64 {
 // ran in), floored at 0. Adding Excess to node usage counts a reported pod
 // once: node usage − its share + its estimate = node usage + excess.
 func (p *AssignedPod) Excess(m *Metric, now time.Time) (excess Vector, until time.Time) {
-	needed, until := p.NeedsEstimate(m, now)
+	return p.ExcessOf(m, m.PodReport(p.Key), now)
+}
+
+// ExcessOf is Excess with what the metric reports of the pod given (r
+// must be m.PodReport(p.Key)), for a caller that keeps each pod's
+// reported usage beside the pod -- the simulator, which would otherwise
+// look every pod up by name whenever a node's excess is summed.
+func (p *AssignedPod) ExcessOf(m *Metric, r PodReport, now time.Time) (excess Vector, until time.Time) {
+	needed, until := p.needsEstimate(m, r, now)
 	if !needed {
 		return Vector{}, until
 	}
-	usage, reported := m.PodUsage[p.Key]
+	usage := r.Usage
 	share := int64(0)
-	if reported {
+	if r.Reported {
 		share = p.reflectedPerTenThousand(m)
 	}
 	for i := range excess {
@@ -127,17 +152,33 @@ func scaleShare(v, share int64) int64 {
 // the Prod ones alone (for Prod usage). until is the earliest time at which
 // the sums may change by time alone; zero if none.
 func NodeExcess(pods iter.Seq[*AssignedPod], m *Metric, now time.Time) (all, prod Vector, until time.Time) {
+	var s ExcessSum
 	for p := range pods {
 		excess, u := p.Excess(m, now)
-		all = all.Add(excess)
-		if p.Prod {
-			prod = prod.Add(excess)
-		}
-		if !u.IsZero() && (until.IsZero() || u.Before(until)) {
-			until = u
-		}
+		s.Add(p, excess, u)
 	}
-	return all, prod, until
+	return s.All, s.Prod, s.Until
+}
+
+// ExcessSum is NodeExcess summed by the caller, one pod's Excess (or
+// ExcessOf) at a time.
+type ExcessSum struct {
+	// All and Prod are the excess of every pod added and of the Prod ones.
+	All, Prod Vector
+	// Until is the earliest time the sums may change by time alone; zero
+	// if none.
+	Until time.Time
+}
+
+// Add adds pod p's excess, valid until until (zero: no time limit).
+func (s *ExcessSum) Add(p *AssignedPod, excess Vector, until time.Time) {
+	s.All = s.All.Add(excess)
+	if p.Prod {
+		s.Prod = s.Prod.Add(excess)
+	}
+	if !until.IsZero() && (s.Until.IsZero() || until.Before(s.Until)) {
+		s.Until = until
+	}
 }
 
 func latest(a, b time.Time) time.Time {

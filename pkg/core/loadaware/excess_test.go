@@ -182,3 +182,43 @@ func TestNodeExcess(t *testing.T) {
 		t.Errorf("until = %v, want %v (the earliest window end)", until, want)
 	}
 }
+
+// TestExcessOfGivenReports holds the caller-kept path (ExcessOf with each
+// pod's report, summed by ExcessSum) against NodeExcess on a metric that
+// lists the pods: a metric with no pod list and the reports given must
+// decide the same, and a wrong report must change the answer.
+func TestExcessOfGivenReports(t *testing.T) {
+	c := mustConfig(t, defaultSpec())
+	nm := makeMetric("n", t0).
+		pod("ns", "c", extension.BandProd, "cpu", "300m", "memory", "256Mi").
+		pod("ns", "d", extension.BandBatch, "cpu", "100m").obj()
+	listed := c.NewMetric(nm)
+	nm.Status.PodsMetric = nil
+	unlisted := c.NewMetric(nm)
+	old := t0.Add(-time.Hour)
+	pods := []*AssignedPod{
+		{Key: "ns/a", Prod: true, Estimate: vec(1000, 1*Gi), ScheduledAt: old},
+		{Key: "ns/c", Prod: true, Estimate: vec(1000, 1*Gi), ScheduledAt: t0.Add(-time.Minute), AfterScheduled: 2 * time.Minute},
+		{Key: "ns/d", Estimate: vec(400, 256*Mi), ScheduledAt: t0.Add(-time.Minute), AfterScheduled: 5 * time.Minute},
+		{Key: "ns/c", Estimate: vec(400, 256*Mi), ScheduledAt: t0.Add(-2 * time.Minute)},
+	}
+	now := t0.Add(10 * time.Second)
+	all, prod, until := NodeExcess(slices.Values(pods), listed, now)
+	var s ExcessSum
+	for _, p := range pods {
+		e, u := p.ExcessOf(unlisted, listed.PodReport(p.Key), now)
+		s.Add(p, e, u)
+	}
+	if diff := cmp.Diff(ExcessSum{All: all, Prod: prod, Until: until}, s); diff != "" {
+		t.Errorf("ExcessOf summed (-NodeExcess +got):\n%s", diff)
+	}
+	if all == (Vector{}) || until.IsZero() {
+		t.Fatalf("the case must have excess and a time limit, got %v until %v", all, until)
+	}
+	// The last pod is reported and past its window: no excess. Unreported,
+	// its whole estimate counts.
+	e, _ := pods[3].ExcessOf(unlisted, PodReport{}, now)
+	if diff := cmp.Diff(vec(400, 256*Mi), e); diff != "" {
+		t.Errorf("unreported pod's excess (-want +got):\n%s", diff)
+	}
+}

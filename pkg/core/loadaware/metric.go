@@ -126,6 +126,15 @@ func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 	return m
 }
 
+// SetUpdateTime sets when the agent reported m, as NewMetric reads a
+// non-nil status.updateTime: for a caller that keeps one Metric per node
+// and refreshes it in place at each report (the simulator) instead of
+// converting a NodeMetric every time.
+func (c *Config) SetUpdateTime(m *Metric, t time.Time) {
+	m.UpdateTime = t
+	m.expiresAt = t.Add(c.MetricExpiration).UnixNano()
+}
+
 // Expired reports whether the agent has not reported for the Config's
 // MetricExpiration (or never reported). m must come from c.NewMetric.
 func (c *Config) Expired(m *Metric, now time.Time) bool {

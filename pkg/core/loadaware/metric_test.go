@@ -175,3 +175,20 @@ func TestMayAdmitMore(t *testing.T) {
 		})
 	}
 }
+
+// TestSetUpdateTime: a metric refreshed in place expires exactly as one
+// converted from a NodeMetric reported at that time.
+func TestSetUpdateTime(t *testing.T) {
+	c := mustConfig(t, defaultSpec())
+	later := t0.Add(10 * time.Minute)
+	want := c.NewMetric(makeMetric("n", later).obj())
+	got := c.NewMetric(makeMetric("n", t0).obj())
+	c.SetUpdateTime(got, later)
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Metric{})); diff != "" {
+		t.Errorf("refreshed metric (-converted +got):\n%s", diff)
+	}
+	expiry := later.Add(c.MetricExpiration)
+	if c.Expired(got, expiry.Add(-time.Nanosecond)) || !c.Expired(got, expiry) {
+		t.Errorf("a metric reported at %v must expire at %v", later, expiry)
+	}
+}

@@ -152,27 +152,65 @@ func (a Allocatable) ResourceList() corev1.ResourceList {
 // the API server and the scheduler's caches. The reason names the first
 // resource that decided.
 func ShouldUpdate(policy *v1alpha1.TierPolicy, allocatableMilliCPU, allocatableMemory int64, current corev1.ResourceList, next Allocatable) (bool, string) {
-	pct := int64(*v1alpha1.TierPolicyWithDefaults(policy).UpdateThresholdPercent)
-	for _, r := range []struct {
-		name corev1.ResourceName
-		next int64
-		base int64
-	}{
-		{extension.ResourceMidCPU, next.MidCPU, allocatableMilliCPU},
-		{extension.ResourceMidMemory, next.MidMemory, allocatableMemory},
-		{extension.ResourceBatchCPU, next.BatchCPU, allocatableMilliCPU},
-		{extension.ResourceBatchMemory, next.BatchMemory, allocatableMemory},
-	} {
-		q, ok := current[r.name]
-		if !ok {
-			return true, fmt.Sprintf("%s is not published yet", r.name)
+	var cur Allocatable
+	var published [numTierResources]bool
+	for i, name := range tierResources {
+		if q, ok := current[name]; ok {
+			*cur.field(i), published[i] = q.Value(), true
 		}
-		cur := q.Value()
-		if (cur == 0) != (r.next == 0) {
-			return true, fmt.Sprintf("%s goes from %d to %d", r.name, cur, r.next)
+	}
+	return shouldUpdate(int64(*v1alpha1.TierPolicyWithDefaults(policy).UpdateThresholdPercent), allocatableMilliCPU, allocatableMemory, &cur, &published, &next)
+}
+
+// ShouldUpdateDefaulted is ShouldUpdate for a policy already defaulted and
+// the tier resources published as an Allocatable (nil: none published),
+// for a caller that keeps them so (the simulator): it neither copies the
+// policy nor reads quantities.
+func ShouldUpdateDefaulted(policy *v1alpha1.TierPolicy, allocatableMilliCPU, allocatableMemory int64, current *Allocatable, next Allocatable) (bool, string) {
+	var cur Allocatable
+	published := [numTierResources]bool{}
+	if current != nil {
+		cur = *current
+		published = [numTierResources]bool{true, true, true, true}
+	}
+	return shouldUpdate(int64(*policy.UpdateThresholdPercent), allocatableMilliCPU, allocatableMemory, &cur, &published, &next)
+}
+
+// The tier resources, in the order ShouldUpdate checks them.
+const numTierResources = 4
+
+var tierResources = [numTierResources]corev1.ResourceName{
+	extension.ResourceMidCPU, extension.ResourceMidMemory, extension.ResourceBatchCPU, extension.ResourceBatchMemory,
+}
+
+// field returns the amount of tierResources[i].
+func (a *Allocatable) field(i int) *int64 {
+	switch i {
+	case 0:
+		return &a.MidCPU
+	case 1:
+		return &a.MidMemory
+	case 2:
+		return &a.BatchCPU
+	}
+	return &a.BatchMemory
+}
+
+func shouldUpdate(pct, allocatableMilliCPU, allocatableMemory int64, current *Allocatable, published *[numTierResources]bool, next *Allocatable) (bool, string) {
+	for i, name := range tierResources {
+		base := allocatableMilliCPU
+		if i%2 == 1 {
+			base = allocatableMemory
 		}
-		if diff := abs(r.next - cur); diff*100 > r.base*pct {
-			return true, fmt.Sprintf("%s moves by %d (from %d to %d), more than %d%% of %d", r.name, diff, cur, r.next, pct, r.base)
+		if !published[i] {
+			return true, fmt.Sprintf("%s is not published yet", name)
+		}
+		cur, nxt := *current.field(i), *next.field(i)
+		if (cur == 0) != (nxt == 0) {
+			return true, fmt.Sprintf("%s goes from %d to %d", name, cur, nxt)
+		}
+		if diff := abs(nxt - cur); diff*100 > base*pct {
+			return true, fmt.Sprintf("%s moves by %d (from %d to %d), more than %d%% of %d", name, diff, cur, nxt, pct, base)
 		}
 	}
 	return false, ""

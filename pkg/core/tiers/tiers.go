@@ -156,7 +156,14 @@ type Result struct {
 // than degradeSeconds (degraded): nothing is sold on a node whose agent is
 // silent, or when it reports no node usage.
 func Calculate(policy *v1alpha1.TierPolicy, in NodeInput, now time.Time) Result {
-	p := v1alpha1.TierPolicyWithDefaults(policy)
+	return CalculateDefaulted(v1alpha1.TierPolicyWithDefaults(policy), in, now)
+}
+
+// CalculateDefaulted is Calculate for a policy already defaulted
+// (v1alpha1.TierPolicyWithDefaults, as policy.ForNode resolves it): it
+// neither copies nor re-defaults the policy, for a caller that calculates
+// every node's tiers every report (the simulator).
+func CalculateDefaulted(p *v1alpha1.TierPolicy, in NodeInput, now time.Time) Result {
 	if !*p.Enabled {
 		return Result{Reason: "tiers are disabled by the policy"}
 	}

@@ -210,6 +210,9 @@ func TestCalculate(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Calculate(tc.policy, tc.in, now)); diff != "" {
 				t.Errorf("Calculate (-want +got):\n%s", diff)
 			}
+			if diff := cmp.Diff(tc.want, CalculateDefaulted(v1alpha1.TierPolicyWithDefaults(tc.policy), tc.in, now)); diff != "" {
+				t.Errorf("CalculateDefaulted (-want +got):\n%s", diff)
+			}
 		})
 	}
 }
@@ -255,6 +258,17 @@ func TestShouldUpdate(t *testing.T) {
 			got, reason := ShouldUpdate(tc.policy, 32000, 100e9, tc.current, tc.next)
 			if diff := cmp.Diff([]any{tc.want, tc.wantReason}, []any{got, reason}); diff != "" {
 				t.Errorf("ShouldUpdate (-want +got):\n%s", diff)
+			}
+			var cur *Allocatable
+			if tc.current != nil {
+				cur = &Allocatable{
+					MidCPU: tc.current.Name(extension.ResourceMidCPU, resource.DecimalSI).Value(), MidMemory: tc.current.Name(extension.ResourceMidMemory, resource.BinarySI).Value(),
+					BatchCPU: tc.current.Name(extension.ResourceBatchCPU, resource.DecimalSI).Value(), BatchMemory: tc.current.Name(extension.ResourceBatchMemory, resource.BinarySI).Value(),
+				}
+			}
+			got, reason = ShouldUpdateDefaulted(v1alpha1.TierPolicyWithDefaults(tc.policy), 32000, 100e9, cur, tc.next)
+			if diff := cmp.Diff([]any{tc.want, tc.wantReason}, []any{got, reason}); diff != "" {
+				t.Errorf("ShouldUpdateDefaulted (-want +got):\n%s", diff)
 			}
 		})
 	}
