@@ -182,3 +182,28 @@ func TestLoadChangesWhileFiltering(t *testing.T) {
 		}
 	}
 }
+
+// TestCyclesFindNodesByTheirNodeInfo: in the steady state every lookup of
+// a cycle is answered by the NodeInfo index (the fast path the package
+// README's "Live scheduler" figures rest on), and the index is not rebuilt
+// from one cycle to the next.
+func TestCyclesFindNodesByTheirNodeInfo(t *testing.T) {
+	e := newEnv(t, nil, []*corev1.Node{node16("a").Obj(), node16("b").Obj(), node16("c").Obj()}, nil,
+		metric("a", t0).usage("2", "8Gi").obj(), metric("b", t0).usage("4", "8Gi").obj(), metric("c", t0).usage("6", "8Gi").obj())
+	p := pod("p", "1", "1Gi").Obj()
+	e.schedule(p, "a", "b", "c")
+	first := e.pl.cache.index.Load()
+	for range 3 {
+		e.schedule(pod("q", "1", "1Gi").Obj(), "a", "b", "c")
+	}
+	idx := e.pl.cache.index.Load()
+	if idx.byInfo == nil || len(idx.byInfo.m) != 3 {
+		t.Fatalf("NodeInfo index = %+v, want the 3 nodes", idx.byInfo)
+	}
+	if idx.byInfo != first.byInfo {
+		t.Errorf("the NodeInfo index was rebuilt between cycles over the same nodes")
+	}
+	if m := idx.byInfo.misses.Load(); m != 0 {
+		t.Errorf("%d lookups went by name, want none", m)
+	}
+}
