@@ -39,8 +39,8 @@ import (
 // pod or the metric changes or a forced estimation window ends.
 //
 // The scheduling cycle takes no lock and hashes no string on its way to a
-// node's load (docs/design/loadaware.md, and the package README's "Live
-// scheduler" section for the profiles behind this):
+// node's load (the package README's "Live scheduler" section has the
+// profiles behind this):
 //
 //   - PreFilter takes a read-only index (snapshot) that maps the scheduler
 //     snapshot's NodeInfo objects -- which keep their address for the
