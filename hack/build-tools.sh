@@ -24,6 +24,7 @@ declare -A module=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kube-apiserver]=k8s.io/kubernetes
   [kube-controller-manager]=k8s.io/kubernetes
+  [kube-scheduler]=k8s.io/kubernetes
   [kubectl]=k8s.io/kubernetes
   [kwok]=sigs.k8s.io/kwok
   [controller-gen]=sigs.k8s.io/controller-tools
@@ -41,6 +42,7 @@ declare -A package=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+  [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
   [kwok]=sigs.k8s.io/kwok/cmd/kwok
   [controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -60,7 +62,7 @@ declare -A module_dir=(
   [helm]=helm
   [golangci-lint]=lint
 )
-all=(etcd kube-apiserver kube-controller-manager kubectl kubelet kwok controller-gen client-gen lister-gen informer-gen applyconfiguration-gen conversion-gen defaulter-gen helm golangci-lint)
+all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kwok controller-gen client-gen lister-gen informer-gen applyconfiguration-gen conversion-gen defaulter-gen helm golangci-lint)
 
 dir_of() { echo "$tools_dir${module_dir[$1]:+/${module_dir[$1]}}"; }
 mod_version() { (cd "$(dir_of "$1")" && go list -m -f '{{.Version}}' "${module[$1]}"); }

@@ -45,11 +45,13 @@ func envInt(t *testing.T, name string, def int) int {
 }
 
 // TestSchedulerThroughput runs the same waterline-scheduler binary with the
-// deployed profile and with default plugins only, alternating, against a
-// real API server with N Ready nodes that have fresh NodeMetrics, M pods of
-// a Prod/Mid/Batch mix per run. Without SCHEDBENCH_FULL it is a smoke (50
-// nodes, 200 pods, one run each) that checks the harness measures what it
-// says; `make bench-scheduler` runs the full size and writes the report.
+// deployed profile and with default plugins only, and the stock
+// kube-scheduler of the same Kubernetes version with default plugins, in
+// rotating order, against a real API server with N Ready nodes that have
+// fresh NodeMetrics, M pods of a Prod/Mid/Batch mix per run. Without
+// SCHEDBENCH_FULL it is a smoke (50 nodes, 200 pods, one run each) that
+// checks the harness measures what it says; `make bench-scheduler` runs the
+// full size and writes the report.
 func TestSchedulerThroughput(t *testing.T) {
 	full := os.Getenv("SCHEDBENCH_FULL") != ""
 	nodes, pods, repeats := 50, 200, 1
@@ -64,8 +66,12 @@ func TestSchedulerThroughput(t *testing.T) {
 		pprofSeconds = envInt(t, "SCHEDBENCH_PPROF_SECONDS", 0)
 	}
 
+	bins := schedulerBins{stock: filepath.Join(testutil.BinDir(), "kube-scheduler")}
+	if _, err := os.Stat(bins.stock); err != nil {
+		t.Fatalf("The stock kube-scheduler is missing (%v): run `hack/build-tools.sh kube-scheduler` (or `make tools`) first", err)
+	}
 	c := testutil.StartCluster(t, testutil.Options{})
-	bin := testutil.BuildBinary(t, "waterline-scheduler")
+	bins.waterline = testutil.BuildBinary(t, "waterline-scheduler")
 	cp := [2]int{}
 	cp[0], cp[1] = controlPlanePIDs(c)
 	if cp[0] == 0 {
@@ -82,7 +88,7 @@ func TestSchedulerThroughput(t *testing.T) {
 	t.Logf("%d nodes and NodeMetrics in %v", nodes, time.Since(t0).Round(time.Millisecond))
 
 	var results []result
-	order := []variant{deployed, defaults}
+	order := []variant{deployed, defaults, stock}
 	for run := range repeats {
 		for _, v := range order {
 			// Fresh NodeMetrics before every run, so none expires (180 s)
@@ -91,13 +97,14 @@ func TestSchedulerThroughput(t *testing.T) {
 			if err := metrics.reportAll(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			r := runOnce(t, c, bin, v, run, pods, cp, pprofSeconds)
+			r := runOnce(t, c, bins, v, run, pods, cp, pprofSeconds)
 			t.Logf("%-8s run %d: %6.1f pods/s, CPU %.2f ms/pod, control plane CPU %.2f ms/pod, p99 create→bound %.2f s, attempts unschedulable %v",
 				v.name, run, r.podsPerSec(), 1000*r.cpuPerPod(), 1000*r.apiCPU/float64(r.pods), percentile(r.latencies, 99), r.unschedAtt)
 			results = append(results, r)
 		}
-		// Alternate which variant goes first.
-		order[0], order[1] = order[1], order[0]
+		// Rotate the order, so that no variant always runs first or
+		// after the same one.
+		order = append(order[1:], order[0])
 	}
 
 	report := buildReport(nodes, pods, repeats, results)
@@ -127,9 +134,9 @@ func TestSchedulerThroughput(t *testing.T) {
 			if math.IsNaN(la) {
 				t.Errorf("deployed profile: no sampled LoadAware Filter timings: LoadAware did not run")
 			}
-		case defaults.name:
+		case defaults.name, stock.name:
 			if !math.IsNaN(la) {
-				t.Errorf("default profile: LoadAware Filter ran (%v s per call); the baseline is not default plugins only", la)
+				t.Errorf("%s: LoadAware Filter ran (%v s per call); the baseline is not default plugins only", r.variant, la)
 			}
 		}
 		if r.unschedAtt > 0 {
@@ -149,31 +156,31 @@ func byVariant(results []result, name string, f func(result) float64) []float64 
 	return out
 }
 
-// buildReport renders medians, spreads and deployed/default ratios.
+// buildReport renders medians, spreads and the ratios deployed/default
+// (what LoadAware costs) and default/stock (what the out-of-tree build
+// costs), of the medians and of each repeat's runs.
 func buildReport(nodes, pods, repeats int, results []result) string {
 	var b strings.Builder
 	up, _ := exec.Command("uptime").Output()
-	fmt.Fprintf(&b, "# Live scheduler: %d nodes, %d pods per run, %d runs per variant (alternating)\n\n", nodes, pods, repeats)
+	fmt.Fprintf(&b, "# Live scheduler: %d nodes, %d pods per run, %d runs per variant (rotating order)\n\n", nodes, pods, repeats)
 	fmt.Fprintf(&b, "uptime at the end: %s\n", strings.TrimSpace(string(up)))
-	fmt.Fprintf(&b, "Medians over the runs, [min–max] in brackets; ratio = median deployed / median default.\n\n")
-	fmt.Fprintf(&b, "| metric | deployed (LoadAware) | default plugins | ratio |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "Medians over the runs, [min–max] in brackets; ratios of the medians.\n\n")
+	fmt.Fprintf(&b, "| metric | deployed (LoadAware) | default plugins | stock kube-scheduler | deployed / default | default / stock |\n|---|---|---|---|---|---|\n")
 	row := func(label string, scale float64, format string, f func(result) float64) {
-		d := byVariant(results, deployed.name, f)
-		o := byVariant(results, defaults.name, f)
-		dm, om := median(d), median(o)
-		dlo, dhi := spread(d)
-		olo, ohi := spread(o)
-		cell := func(m, lo, hi float64) string {
-			if math.IsNaN(m) {
-				return "—"
+		var cells [3]string
+		var medians [3]float64
+		for i, v := range []variant{deployed, defaults, stock} {
+			xs := byVariant(results, v.name, f)
+			m := median(xs)
+			lo, hi := spread(xs)
+			medians[i] = m
+			cells[i] = "—"
+			if !math.IsNaN(m) {
+				cells[i] = fmt.Sprintf(format+" ["+format+"–"+format+"]", m*scale, lo*scale, hi*scale)
 			}
-			return fmt.Sprintf(format+" ["+format+"–"+format+"]", m*scale, lo*scale, hi*scale)
 		}
-		ratio := "—"
-		if !math.IsNaN(dm) && !math.IsNaN(om) && om != 0 {
-			ratio = fmt.Sprintf("%.2f×", dm/om)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", label, cell(dm, dlo, dhi), cell(om, olo, ohi), ratio)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", label, cells[0], cells[1], cells[2],
+			ratioCell(medians[0], medians[1]), ratioCell(medians[1], medians[2]))
 	}
 	row("throughput, pods/s", 1, "%.1f", result.podsPerSec)
 	row("scheduler CPU per pod, ms", 1000, "%.2f", result.cpuPerPod)
@@ -187,19 +194,32 @@ func buildReport(nodes, pods, repeats int, results []result) string {
 	for _, p := range phaseKeys {
 		row("phase "+p+" per cycle, µs", 1e6, "%.0f", func(r result) float64 { return r.phase[p] })
 	}
+	fmt.Fprintf(&b, "\nScheduler CPU per pod, ratio within each repeat (runs of a repeat are back to back):\n\n")
+	fmt.Fprintf(&b, "| repeat | deployed / default | default / stock |\n|---|---|---|\n")
+	for run := range repeats {
+		cpu := func(v variant) float64 {
+			for _, r := range results {
+				if r.run == run && r.variant == v.name {
+					return r.cpuPerPod()
+				}
+			}
+			return math.NaN()
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s |\n", run, ratioCell(cpu(deployed), cpu(defaults)), ratioCell(cpu(defaults), cpu(stock)))
+	}
 	fmt.Fprintf(&b, "\nPer call (sampled scheduler_plugin_execution_duration_seconds, mean; Filter/Score are per node), µs:\n\n")
-	fmt.Fprintf(&b, "| plugin / point | deployed | default |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| plugin / point | deployed | default | stock |\n|---|---|---|---|\n")
 	for _, k := range pluginKeys {
 		key := k.plugin + "/" + k.point
 		f := func(r result) float64 { return r.plugin[key] }
-		d, o := median(byVariant(results, deployed.name, f)), median(byVariant(results, defaults.name, f))
-		cell := func(x float64) string {
+		cell := func(v variant) string {
+			x := median(byVariant(results, v.name, f))
 			if math.IsNaN(x) {
 				return "—"
 			}
 			return fmt.Sprintf("%.2f", x*1e6)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", key, cell(d), cell(o))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", key, cell(deployed), cell(defaults), cell(stock))
 	}
 	f := func(key string) float64 {
 		return median(byVariant(results, deployed.name, func(r result) float64 { return r.plugin[key] }))
@@ -207,4 +227,12 @@ func buildReport(nodes, pods, repeats int, results []result) string {
 	fmt.Fprintf(&b, "\nIn the deployed runs: LoadAware/Fit per call: Filter %.2f×, Score %.2f×.\n",
 		f("LoadAware/Filter")/f("NodeResourcesFit/Filter"), f("LoadAware/Score")/f("NodeResourcesFit/Score"))
 	return b.String()
+}
+
+// ratioCell is a / b as "1.23×", or "—" when either is missing.
+func ratioCell(a, b float64) string {
+	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
 }

@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package scheduler measures the live waterline-scheduler's throughput and
 // CPU against a real etcd + kube-apiserver: the deployed profile (LoadAware)
-// against the same binary with kube-scheduler's default plugins only. See
+// against the same binary with kube-scheduler's default plugins only, and
+// that against the stock kube-scheduler of the same Kubernetes version. See
 // README.md.
 package scheduler
 
@@ -59,6 +60,10 @@ type variant struct {
 	name string
 	// profile is the KubeSchedulerConfiguration body from `profiles:` on.
 	profile string
+	// stock runs bin/kube-scheduler (built by hack/build-tools.sh from the
+	// Kubernetes version Waterline builds against) instead of
+	// waterline-scheduler.
+	stock bool
 }
 
 // deployed is the profile the chart renders with its default values
@@ -85,6 +90,12 @@ var defaults = variant{name: "default", profile: `profiles:
       disabled:
       - name: DefaultPreemption
 `}
+
+// stock is kube-scheduler itself with the default profile: what the
+// default variant costs against it is the cost of being an out-of-tree
+// build (our module's dependency versions, our plugins registered but not
+// enabled).
+var stock = variant{name: "stock", profile: defaults.profile, stock: true}
 
 // Node shape: 32 cores, 128 GiB, and the tier resources the manager would
 // advertise for Mid and Batch pods.
@@ -270,8 +281,8 @@ type runningScheduler struct {
 // enough that binding is not throttled by the client.
 const apiQPS = 5000
 
-// startScheduler runs the waterline-scheduler binary with the variant's
-// profile, the same client settings for every variant, and /metrics and
+// startScheduler runs the scheduler binary bin with the variant's profile,
+// the same client settings for every variant, and /metrics and
 // /debug/pprof open on loopback.
 func startScheduler(t testing.TB, c *testutil.Cluster, bin string, v variant) *runningScheduler {
 	t.Helper()
@@ -291,7 +302,7 @@ enableProfiling: true
 		t.Fatalf("Writing scheduler config: %v", err)
 	}
 	port := testutil.FreePort(t)
-	p := testutil.StartProcess(t, "waterline-scheduler-"+v.name, bin,
+	p := testutil.StartProcess(t, "scheduler-"+v.name, bin,
 		"--config", configPath,
 		"--secure-port", strconv.Itoa(port),
 		"--bind-address", "127.0.0.1",
@@ -326,6 +337,7 @@ func (s *runningScheduler) get(path string) ([]byte, error) {
 // result is what one run of one variant measured.
 type result struct {
 	variant     string
+	run         int // the repeat it belongs to: runs of the same repeat are a set
 	pods        int
 	wall        time.Duration // first create → last bound
 	cpu         float64       // scheduler CPU seconds over the run
@@ -393,19 +405,31 @@ func splitNUL(b []byte) []string {
 	return out
 }
 
+// schedulerBins are the binaries the variants run.
+type schedulerBins struct {
+	waterline, stock string
+}
+
+func (b schedulerBins) of(v variant) string {
+	if v.stock {
+		return b.stock
+	}
+	return b.waterline
+}
+
 // runOnce starts the variant's scheduler, waits until it has synced, then
 // creates m pods in a fresh namespace as fast as the client allows and
 // waits until every one is bound, reading the scheduler's CPU time and
 // metrics before and after. It stops the scheduler and deletes the pods
 // before it returns.
-func runOnce(t testing.TB, c *testutil.Cluster, bin string, v variant, run, m int, cpPIDs [2]int, pprofSeconds int) result {
+func runOnce(t testing.TB, c *testutil.Cluster, bins schedulerBins, v variant, run, m int, cpPIDs [2]int, pprofSeconds int) result {
 	t.Helper()
 	ctx := t.Context()
 	ns := fmt.Sprintf("sb-%s-%d", v.name, run)
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("Creating namespace %s: %v", ns, err)
 	}
-	s := startScheduler(t, c, bin, v)
+	s := startScheduler(t, c, bins.of(v), v)
 	// Let the informers settle (healthz answers before the first list of
 	// NodeMetrics has been converted everywhere).
 	time.Sleep(3 * time.Second)
@@ -514,7 +538,7 @@ func runOnce(t testing.TB, c *testutil.Cluster, bin string, v variant, run, m in
 	}
 	s.p.Stop()
 
-	res := result{variant: v.name, pods: m, wall: last.Sub(start), cpu: cpu1 - cpu0, apiCPU: api1 - api0,
+	res := result{variant: v.name, run: run, pods: m, wall: last.Sub(start), cpu: cpu1 - cpu0, apiCPU: api1 - api0,
 		plugin: map[string]float64{}, phase: map[string]float64{}}
 	mu.Lock()
 	for i := range m {

@@ -178,7 +178,7 @@ func BenchmarkNodeExcessRefresh(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ns.mu.Lock()
-		ns.excessFresh = false
+		ns.changedLocked()
 		ns.mu.Unlock()
 		if _, err := e.pl.cache.load(ni.Node(), t0.Add(10*time.Second)); err != nil {
 			b.Fatal(err)

@@ -26,6 +26,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
 )
@@ -34,15 +36,22 @@ import (
 // snapshot: the node's NodeMetric and the pods assigned to it -- bound ones
 // from the pod informer, assumed ones from Reserve -- each estimated once
 // when it arrives. The excess of those pods is summed once and kept until a
-// pod or the metric changes or a forced estimation window ends, so Filter
-// and Score read a few vectors under a per-node lock and allocate nothing.
+// pod or the metric changes or a forced estimation window ends.
 //
-// The scheduling cycle does not take the cache's lock: PreFilter takes a
-// read-only snapshot of the node index (snapshot), rebuilt only when a
-// node entry was added or dropped since the last one, and Filter and Score
-// look nodes up in it without locking -- only the node's own state is
-// locked while it is read. (A global RWMutex taken twice per node per
-// cycle by 16 parallel Filter goroutines cost more than the decisions.)
+// The scheduling cycle takes no lock and hashes no string on its way to a
+// node's load (the package README's "Live scheduler" section has the
+// profiles behind this):
+//
+//   - PreFilter takes a read-only index (snapshot) that maps the scheduler
+//     snapshot's NodeInfo objects -- which keep their address for the
+//     node's life in the scheduler's cache -- to the node's entry, so
+//     Filter and Score find it by an 8-byte pointer hash; a NodeInfo the
+//     index does not know (a copy made for nominated pods or preemption, a
+//     node added since) is looked up by name in the same index.
+//   - Each entry publishes the node's load as an immutable nodeView behind
+//     an atomic pointer: Filter and Score read it without locking. Writers
+//     (informer handlers, Reserve) change the entry under its lock and
+//     drop the view; the next reader derives a new one under that lock.
 type nodeCache struct {
 	cfg *core.Config
 
@@ -51,55 +60,174 @@ type nodeCache struct {
 	// podNode is the node each counted pod is counted on, so that a pod
 	// that moves or goes away is taken off the right node.
 	podNode map[types.UID]string
-	// index is the last snapshot of nodes; stale is set when an entry was
-	// added or dropped since it was taken.
+	// index is the last index handed to a cycle; stale is set when an
+	// entry was added or dropped since it was taken.
 	index atomic.Pointer[nodeIndex]
 	stale atomic.Bool
 }
 
-// nodeIndex is a read-only copy of the cache's node map: the entries are
-// shared (each guarded by its own lock), the map is never written.
-type nodeIndex map[string]*nodeState
+// nodeIndex is a read-only view of the cache's entries for scheduling
+// cycles. The entries are shared; the maps are never written.
+type nodeIndex struct {
+	// byName is a copy of the cache's node map when the index was taken.
+	byName map[string]*nodeState
+	// byInfo maps the NodeInfos of the scheduler's node list to their
+	// entries; nil when no list was given. It may be older than byName:
+	// an entry in it may have been dropped since (nodeState.dropped), and
+	// a node whose entry was created since is missing from it.
+	byInfo *infoIndex
+}
 
-// snapshot returns the node index, rebuilding it when entries were added
-// or dropped since the last call. Scheduling cycles call it once, in
-// PreFilter or PreScore.
-func (c *nodeCache) snapshot() nodeIndex {
-	if idx := c.index.Load(); idx != nil && !c.stale.Load() {
-		return *idx
+// infoIndex maps the NodeInfo objects of one node list of the scheduler to
+// the entries of their nodes.
+type infoIndex struct {
+	m map[*framework.NodeInfo]*nodeState
+	// head and n identify the list it was built from: the scheduler
+	// allocates a new list when a node is added or removed.
+	head *fwk.NodeInfo
+	n    int
+	// misses counts lookups it did not answer that the name did: once
+	// they cost about what rebuilding it does, it is rebuilt.
+	misses atomic.Int64
+}
+
+// builtFrom reports whether the index was built from this list.
+func (ii *infoIndex) builtFrom(nodes []fwk.NodeInfo) bool {
+	if len(nodes) != ii.n {
+		return false
+	}
+	return len(nodes) == 0 || &nodes[0] == ii.head
+}
+
+// lookup returns the entry of the node nodeInfo holds, or nil when
+// LoadAware knows nothing about it.
+func (idx *nodeIndex) lookup(nodeInfo fwk.NodeInfo, node *corev1.Node) *nodeState {
+	ii := idx.byInfo
+	if ii != nil {
+		if p, ok := nodeInfo.(*framework.NodeInfo); ok {
+			if ns := ii.m[p]; ns != nil && !ns.dropped.Load() {
+				return ns
+			}
+		}
+	}
+	ns := idx.byName[node.Name]
+	if ns != nil && ii != nil {
+		ii.misses.Add(1)
+	}
+	return ns
+}
+
+// snapshot returns the index for a scheduling cycle. nodes is the
+// scheduler's list of every node (PreFilter's argument), or nil when the
+// caller has none (a profile with LoadAware for scoring only): then
+// NodeInfos are only looked up by name unless an earlier list built the
+// pointer index. The name map is copied again only when an entry was
+// added or dropped since the last call, the pointer index only when the
+// scheduler's list changed or its misses cost more than a rebuild.
+func (c *nodeCache) snapshot(nodes []fwk.NodeInfo) *nodeIndex {
+	idx := c.index.Load()
+	rebuildInfo := func(idx *nodeIndex) bool {
+		if nodes == nil {
+			return false
+		}
+		ii := idx.byInfo
+		return ii == nil || !ii.builtFrom(nodes) || ii.misses.Load() >= int64(max(ii.n, 1))
+	}
+	if idx != nil && !c.stale.Load() && !rebuildInfo(idx) {
+		return idx
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stale.Store(false)
-	idx := maps.Clone(c.nodes)
-	if idx == nil {
-		idx = map[string]*nodeState{}
+	next := &nodeIndex{}
+	if idx == nil || c.stale.Load() {
+		c.stale.Store(false)
+		next.byName = maps.Clone(c.nodes)
+		if next.byName == nil {
+			next.byName = map[string]*nodeState{}
+		}
+	} else {
+		next.byName = idx.byName
 	}
-	ni := nodeIndex(idx)
-	c.index.Store(&ni)
-	return ni
+	if idx != nil {
+		next.byInfo = idx.byInfo
+	}
+	if idx == nil || rebuildInfo(idx) {
+		if nodes != nil {
+			next.byInfo = c.infoIndexLocked(nodes)
+		}
+	}
+	c.index.Store(next)
+	return next
 }
 
-// nodeState is one node's entry; its fields are guarded by mu.
+// infoIndexLocked maps the NodeInfos of nodes to the current entries.
+// Callers hold c.mu.
+func (c *nodeCache) infoIndexLocked(nodes []fwk.NodeInfo) *infoIndex {
+	ii := &infoIndex{m: make(map[*framework.NodeInfo]*nodeState, len(c.nodes)), n: len(nodes)}
+	if len(nodes) > 0 {
+		ii.head = &nodes[0]
+	}
+	for _, ni := range nodes {
+		p, ok := ni.(*framework.NodeInfo)
+		if !ok || p == nil || p.Node() == nil {
+			continue
+		}
+		if ns := c.nodes[p.Node().Name]; ns != nil {
+			ii.m[p] = ns
+		}
+	}
+	return ii
+}
+
+// nodeState is one node's entry. view and dropped are read without a
+// lock; the rest is guarded by mu.
 type nodeState struct {
+	// view is the node's load as Filter and Score read it; nil after a
+	// change, until a reader derives it again (nodeCache.refresh).
+	view atomic.Pointer[nodeView]
+	// dropped is set when the entry left the cache (it knew nothing about
+	// the node any more); an index that still holds it looks the node up
+	// by name.
+	dropped atomic.Bool
+
+	// name is the node's name; it never changes.
+	name string
+
 	mu   sync.Mutex
 	pods map[types.UID]*assignedPod
-
-	// load is what the core decisions read; load.Metric is nil while the
-	// node has no NodeMetric. Its other fields are derived and refreshed
-	// by acquire.
-	load core.NodeLoad
-	// node is the Node object load.Allocatable and load.Thresholds were
-	// derived from; a new object in the snapshot derives them again.
-	node *corev1.Node
+	// metric is the node's NodeMetric; nil while it has none.
+	metric *core.Metric
+	// node is the Node object allocatable and thresholds were derived
+	// from; a new object in the snapshot derives them again.
+	node        *corev1.Node
+	allocatable core.Vector
+	thresholds  core.Thresholds
 	// annotationErr is the last error of the node's annotations, so each
 	// new one is reported once, not once per Node object (every status
 	// heartbeat is a new object).
 	annotationErr string
-	// excessFresh is false after any change of metric or pods; excessUntil
-	// is when a forced window ends and the sums must be redone.
-	excessFresh bool
-	excessUntil time.Time
+	// excess and prodExcess are core.NodeExcess of pods under metric;
+	// excessFresh is false after any change of metric or pods, and
+	// excessUntil is when a forced window ends and the sums must be redone.
+	excess, prodExcess core.Vector
+	excessFresh        bool
+	excessUntil        time.Time
+}
+
+// nodeView is a node's load derived for one Node object, never changed
+// once published: Filter and Score read it on many goroutines at once.
+type nodeView struct {
+	load core.NodeLoad
+	// node is the Node object the view was derived for.
+	node *corev1.Node
+	// until is when, in Unix nanoseconds, a forced estimation window ends
+	// and the excess must be summed again; 0 when only a change does.
+	until int64
+}
+
+// current reports whether the view holds for node at now.
+func (v *nodeView) current(node *corev1.Node, now int64) bool {
+	return v.node == node && (v.until == 0 || now < v.until)
 }
 
 type assignedPod struct {
@@ -125,11 +253,18 @@ func (c *nodeCache) get(name string) *nodeState {
 func (c *nodeCache) getOrCreateLocked(name string) *nodeState {
 	ns := c.nodes[name]
 	if ns == nil {
-		ns = &nodeState{pods: map[types.UID]*assignedPod{}}
+		ns = &nodeState{name: name, pods: map[types.UID]*assignedPod{}}
 		c.nodes[name] = ns
 		c.stale.Store(true)
 	}
 	return ns
+}
+
+// changedLocked marks the node's load as changed: the excess is summed
+// again and a new view derived at the next read. Callers hold ns.mu.
+func (ns *nodeState) changedLocked() {
+	ns.excessFresh = false
+	ns.view.Store(nil)
 }
 
 // setMetric records a node's NodeMetric, or its deletion when m is nil,
@@ -142,13 +277,13 @@ func (c *nodeCache) setMetric(name string, m *core.Metric) (prev *core.Metric, a
 	ns := c.getOrCreateLocked(name)
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	prev = ns.load.Metric
+	prev = ns.metric
 	if m != nil && prev != nil && prev.UpdateTime.After(m.UpdateTime) {
 		c.dropIfEmptyLocked(name, ns)
 		return prev, false
 	}
-	ns.load.Metric = m
-	ns.excessFresh = false
+	ns.metric = m
+	ns.changedLocked()
 	c.dropIfEmptyLocked(name, ns)
 	return prev, true
 }
@@ -168,7 +303,7 @@ func (c *nodeCache) assign(pod *corev1.Pod, nodeName string, assumed bool, sched
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	ns.pods[pod.UID] = &assignedPod{AssignedPod: ap, assumed: assumed}
-	ns.excessFresh = false
+	ns.changedLocked()
 	c.podNode[pod.UID] = nodeName
 	return err
 }
@@ -209,37 +344,60 @@ func (c *nodeCache) removeLocked(uid types.UID, onlyAssumed bool) {
 	}
 	delete(ns.pods, uid)
 	delete(c.podNode, uid)
-	ns.excessFresh = false
+	ns.changedLocked()
 	c.dropIfEmptyLocked(name, ns)
 }
 
 // dropIfEmptyLocked forgets a node LoadAware knows nothing about any more,
 // so deleted nodes do not pile up. Callers hold c.mu and ns.mu.
 func (c *nodeCache) dropIfEmptyLocked(name string, ns *nodeState) {
-	if ns.load.Metric == nil && len(ns.pods) == 0 {
+	if ns.metric == nil && len(ns.pods) == 0 {
+		ns.dropped.Store(true)
 		delete(c.nodes, name)
 		c.stale.Store(true)
 	}
 }
 
-// acquire returns a node's state locked, with its load refreshed for now;
-// the caller reads ns.load and unlocks ns.mu. It returns nil when LoadAware
-// knows nothing about the node. Handing out the locked state rather than a
-// copy of the load keeps Filter and Score from copying half a kilobyte per
-// node. The error is the node's malformed annotations, returned only when
-// it differs from the last one returned for the node, so that a caller
-// reports each once.
-func (c *nodeCache) acquire(idx nodeIndex, node *corev1.Node, now time.Time) (*nodeState, error) {
-	ns := idx[node.Name]
+// viewOf returns the load of the node nodeInfo holds, at now (nowNano is
+// the same instant in Unix nanoseconds), or nil when LoadAware knows
+// nothing about the node. The error is the node's malformed annotations,
+// returned only when it differs from the last one returned for the node,
+// so that a caller reports each once.
+func (c *nodeCache) viewOf(idx *nodeIndex, nodeInfo fwk.NodeInfo, node *corev1.Node, now time.Time, nowNano int64) (*nodeView, error) {
+	ns := idx.lookup(nodeInfo, node)
 	if ns == nil {
 		return nil, nil
 	}
+	if v := ns.view.Load(); v != nil && v.current(node, nowNano) {
+		return v, nil
+	}
+	if ns.name != node.Name {
+		// The NodeInfo holds another node than when it was indexed (not
+		// the scheduler's own snapshot): go by name.
+		if ns = idx.byName[node.Name]; ns == nil {
+			return nil, nil
+		}
+		if v := ns.view.Load(); v != nil && v.current(node, nowNano) {
+			return v, nil
+		}
+	}
+	return c.refresh(ns, node, now, nowNano)
+}
+
+// refresh derives and publishes the node's view for node at now, under
+// the entry's lock; a reader that waited for another's refresh takes its
+// view.
+func (c *nodeCache) refresh(ns *nodeState, node *corev1.Node, now time.Time, nowNano int64) (*nodeView, error) {
 	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if v := ns.view.Load(); v != nil && v.current(node, nowNano) {
+		return v, nil
+	}
 	var err error
 	if ns.node != node {
 		var allocErr, thrErr error
-		ns.load.Allocatable, allocErr = c.cfg.Allocatable(node)
-		ns.load.Thresholds, thrErr = c.cfg.NodeThresholds(node)
+		ns.allocatable, allocErr = c.cfg.Allocatable(node)
+		ns.thresholds, thrErr = c.cfg.NodeThresholds(node)
 		ns.node = node
 		err = errors.Join(allocErr, thrErr)
 		msg := ""
@@ -251,22 +409,34 @@ func (c *nodeCache) acquire(idx nodeIndex, node *corev1.Node, now time.Time) (*n
 		}
 		ns.annotationErr = msg
 	}
-	if m := ns.load.Metric; m != nil && (!ns.excessFresh || !ns.excessUntil.IsZero() && !now.Before(ns.excessUntil)) {
-		ns.load.Excess, ns.load.ProdExcess, ns.excessUntil = core.NodeExcess(ns.podSeq(), m, now)
+	if m := ns.metric; m != nil && (!ns.excessFresh || !ns.excessUntil.IsZero() && !now.Before(ns.excessUntil)) {
+		ns.excess, ns.prodExcess, ns.excessUntil = core.NodeExcess(ns.podSeq(), m, now)
 		ns.excessFresh = true
 	}
-	return ns, err
+	v := &nodeView{node: node, load: core.NodeLoad{
+		Allocatable: ns.allocatable,
+		Thresholds:  ns.thresholds,
+		Metric:      ns.metric,
+	}}
+	if ns.metric != nil {
+		v.load.Excess, v.load.ProdExcess = ns.excess, ns.prodExcess
+		if !ns.excessUntil.IsZero() {
+			v.until = ns.excessUntil.UnixNano()
+		}
+	}
+	ns.view.Store(v)
+	return v, err
 }
 
 // load returns a copy of a node's load at now, for tests and callers off
 // the hot path.
 func (c *nodeCache) load(node *corev1.Node, now time.Time) (core.NodeLoad, error) {
-	ns, err := c.acquire(c.snapshot(), node, now)
+	ns := c.get(node.Name)
 	if ns == nil {
-		return core.NodeLoad{}, err
+		return core.NodeLoad{}, nil
 	}
-	defer ns.mu.Unlock()
-	return ns.load, err
+	v, err := c.refresh(ns, node, now, now.UnixNano())
+	return v.load, err
 }
 
 func (ns *nodeState) podSeq() iter.Seq[*core.AssignedPod] {

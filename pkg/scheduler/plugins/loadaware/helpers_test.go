@@ -271,7 +271,7 @@ func (e *env) metricSeen(node string, updated time.Time) bool {
 	}
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	return ns.load.Metric != nil && ns.load.Metric.UpdateTime.Equal(updated)
+	return ns.metric != nil && ns.metric.UpdateTime.Equal(updated)
 }
 
 // metricGone reports whether the plugin holds no NodeMetric of node.
@@ -282,7 +282,7 @@ func (e *env) metricGone(node string) bool {
 	}
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	return ns.load.Metric == nil
+	return ns.metric == nil
 }
 
 // node16 is a node with 16 cores and 64Gi.

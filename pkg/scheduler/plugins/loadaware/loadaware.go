@@ -229,9 +229,12 @@ func (pl *LoadAware) Name() string { return Name }
 // cycle's time, so every node is judged at the same instant, and the node
 // index, so that no node lookup of the cycle takes the cache's lock.
 type preFilterState struct {
-	pod   core.PodLoad
-	now   time.Time
-	nodes nodeIndex
+	pod core.PodLoad
+	now time.Time
+	// nowNano is now in Unix nanoseconds, to compare with the nodes'
+	// views.
+	nowNano int64
+	nodes   *nodeIndex
 }
 
 // Clone shares the state: nothing changes it after PreFilter.
@@ -239,8 +242,8 @@ func (s *preFilterState) Clone() fwk.StateData { return s }
 
 // PreFilter estimates the pod. DaemonSet pods skip Filter: they must run on
 // their node whatever its load.
-func (pl *LoadAware) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	s := pl.newState(ctx, pod)
+func (pl *LoadAware) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	s := pl.newState(ctx, pod, nodes)
 	state.Write(preFilterStateKey, s)
 	if s.pod.DaemonSet {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -253,21 +256,26 @@ func (pl *LoadAware) PreFilter(ctx context.Context, state fwk.CycleState, pod *c
 // cache), so adding or removing them changes nothing.
 func (pl *LoadAware) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-func (pl *LoadAware) newState(ctx context.Context, pod *corev1.Pod) *preFilterState {
+// newState estimates the pod for the cycle; nodes is the scheduler's list
+// of every node, to index (nil when the caller has none).
+func (pl *LoadAware) newState(ctx context.Context, pod *corev1.Pod, nodes []fwk.NodeInfo) *preFilterState {
 	load, err := pl.cfg.NewPodLoad(pod)
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Estimating pod load with defaults", "pod", klog.KObj(pod), "err", err)
 	}
-	return &preFilterState{pod: load, now: pl.clock.Now(), nodes: pl.cache.snapshot()}
+	now := pl.clock.Now()
+	return &preFilterState{pod: load, now: now, nowNano: now.UnixNano(), nodes: pl.cache.snapshot(nodes)}
 }
 
 // PreScore hands Score the state PreFilter left, or, in a profile that
 // enables LoadAware for scoring only, estimates the pod once for the
-// cycle, as NodeResourcesFit's PreScore does.
+// cycle, as NodeResourcesFit's PreScore does. (Its nodes are only the
+// feasible ones, a new list every cycle: they are not indexed, and such a
+// profile looks nodes up by name unless a PreFilter indexed them.)
 func (pl *LoadAware) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	s, err := readState(state, preFilterStateKey)
 	if err != nil {
-		s = pl.newState(ctx, pod)
+		s = pl.newState(ctx, pod, nil)
 	}
 	state.Write(preScoreStateKey, s)
 	return nil
@@ -299,23 +307,22 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
-	ns, err := pl.cache.acquire(s.nodes, node, s.now)
+	nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
 	if err != nil {
 		pl.badAnnotation(ctx, node, err)
 	}
-	if ns == nil {
+	if nv == nil {
 		// No NodeMetric and no pods: the load is unknown, the node fits.
 		return nil
 	}
-	defer ns.mu.Unlock()
-	v := pl.cfg.Filter(&s.pod, &ns.load, s.now)
+	v := pl.cfg.Filter(&s.pod, &nv.load, s.now)
 	if v.Reason == core.Fit {
 		return nil
 	}
 	pl.refusals.count(v)
 	reasons := pl.reasons.of(v)
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
-		j := pl.cfg.Judge(&s.pod, &ns.load, s.now)
+		j := pl.cfg.Judge(&s.pod, &nv.load, s.now)
 		n := pl.cfg.Resources.Len()
 		logger.Info("Node refused by load", "pod", klog.KObj(pod), "node", klog.KObj(node), "reasons", reasons, "prodUsage", v.Reason == core.ReasonProdUsage,
 			"estimated", pl.cfg.Resources.List(j.Estimated), "percent", j.Percent[:n], "thresholds", j.Thresholds[:n])
@@ -343,16 +350,15 @@ func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev
 	if node == nil {
 		return 0, fwk.NewStatus(fwk.Error, "node not found")
 	}
-	ns, err := pl.cache.acquire(s.nodes, node, s.now)
+	nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
 	if err != nil {
 		pl.badAnnotation(ctx, node, err)
 	}
-	if ns == nil {
+	if nv == nil {
 		// No NodeMetric and no pods: the load is unknown.
 		return 0, nil
 	}
-	defer ns.mu.Unlock()
-	return pl.cfg.Score(&s.pod, &ns.load, s.now), nil
+	return pl.cfg.Score(&s.pod, &nv.load, s.now), nil
 }
 
 // ScoreExtensions returns nil: scores are already 0-100.
