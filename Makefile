@@ -97,7 +97,7 @@ bench: ## Run every benchmark once (numbers go in the package READMEs)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x $(TEST_FLAGS) ./...
 
 .PHONY: bench-scheduler
-bench-scheduler: tools ## Live scheduler throughput and CPU per pod: deployed profile, default plugins, stock kube-scheduler, rotating (1,000 nodes, 4,000 pods, 3 runs each; SCHEDBENCH_NODES/PODS/REPEATS override); report in _output/bench-scheduler
+bench-scheduler: test-tools ## Live scheduler throughput and CPU per pod: deployed profile, default plugins, stock kube-scheduler, rotating (1,000 nodes, 4,000 pods, 3 runs each; SCHEDBENCH_NODES/PODS/REPEATS override); report in _output/bench-scheduler
 	SCHEDBENCH_FULL=1 $(GO) test -count=1 -timeout 60m -run '^TestSchedulerThroughput$$' -v ./test/bench/scheduler/ 2>&1 | grep --line-buffered -v '^        [EIW][0-9]\{4\} '
 
 .PHONY: bench-colocation
