@@ -24,7 +24,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/tierlimits"
-	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/core/tiers"
 )
@@ -182,13 +182,13 @@ func (r *run) setForbid(n *node, forbid bool) {
 // ResourceLists for a thousand nodes every minute would cost more than the
 // rest of the step). The agent keeps what it reports of each pod in
 // node.reports, so the view lists no pods.
-func (r *run) metricBase(n *node) loadaware.Metric {
+func (r *run) metricBase(n *node) nodeload.Metric {
 	return *r.la.NewMetric(&v1alpha1.NodeMetric{Spec: v1alpha1.NodeMetricSpec{CollectPolicy: n.resolved.Collect}})
 }
 
 // newMetric sets m to the LoadAware view of the NodeMetric the agent
 // reports at now, usage not filled in yet.
-func (r *run) newMetric(n *node, m *loadaware.Metric, now time.Time) {
+func (r *run) newMetric(n *node, m *nodeload.Metric, now time.Time) {
 	*m = n.metricBase
 	r.la.SetUpdateTime(m, now)
 	m.ForbidScheduling = n.forbid
@@ -203,18 +203,18 @@ func (r *run) report(n *node) {
 	// report: it is refreshed in place.
 	m := n.load.Metric
 	r.newMetric(n, m, now)
-	m.NodeUsage[loadaware.CPU] = n.usageAvg.report(r.aggReports, n.usageSum, n.usageSteps)
-	m.NodeUsage[loadaware.Memory] = n.usageMemory
+	m.NodeUsage[nodeload.CPU] = n.usageAvg.report(r.aggReports, n.usageSum, n.usageSteps)
+	m.NodeUsage[nodeload.Memory] = n.usageMemory
 	// Pods placed from now on are not in the report: place adds them
 	// unreported.
 	var prodMidCPU, prodMidMem, prodReqCPU, prodReqMem int64
 	for i, p := range n.pods {
 		h := &n.hot[i]
-		u := loadaware.Vector{loadaware.CPU: n.snaps[i].report(r.aggReports, h.avgSum, h.avgSteps), loadaware.Memory: h.usageMemory}
-		n.seen[i].report = loadaware.PodReport{Usage: u, Reported: true}
+		u := nodeload.Vector{nodeload.CPU: n.snaps[i].report(r.aggReports, h.avgSum, h.avgSteps), nodeload.Memory: h.usageMemory}
+		n.seen[i].report = nodeload.PodReport{Usage: u, Reported: true}
 		if h.tier == tierProd || h.tier == tierMid {
-			prodMidCPU += u[loadaware.CPU]
-			prodMidMem += u[loadaware.Memory]
+			prodMidCPU += u[nodeload.CPU]
+			prodMidMem += u[nodeload.Memory]
 		}
 		if h.tier == tierProd {
 			m.ProdUsage = m.ProdUsage.Add(u)
@@ -223,12 +223,12 @@ func (r *run) report(n *node) {
 		}
 	}
 	if r.la.ProdUsageIncludeSys {
-		m.ProdUsage[loadaware.CPU] += n.spec.SystemCPUMilli
-		m.ProdUsage[loadaware.Memory] += n.spec.SystemMemoryBytes
+		m.ProdUsage[nodeload.CPU] += n.spec.SystemCPUMilli
+		m.ProdUsage[nodeload.Memory] += n.spec.SystemMemoryBytes
 	}
 
 	if n.hasPeak {
-		m.ProdPeak[loadaware.CPU], m.ProdPeak[loadaware.Memory] = n.peakCPU, n.peakMem
+		m.ProdPeak[nodeload.CPU], m.ProdPeak[nodeload.Memory] = n.peakCPU, n.peakMem
 		m.HasProdPeak = true
 	}
 	n.excessFresh = false

@@ -29,7 +29,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/colocation"
-	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 )
 
 // Policy is a way to run the cluster that a simulation compares.
@@ -121,7 +121,7 @@ type Config struct {
 	PredictInterval time.Duration
 	// LoadAware are the LoadAware args of the waterline policies (they
 	// must be valid LoadAware args). Default DefaultLoadAwareSpec().
-	LoadAware *loadaware.Spec
+	LoadAware *nodeload.Spec
 	// LoadAwareWeight is LoadAware's score weight in the waterline
 	// policies' scheduler profile, against the default plugins' request
 	// scores (weight 1 each), as the chart's scheduler.loadAwareWeight
@@ -176,8 +176,8 @@ const DefaultLoadAwareWeight = 2
 
 // DefaultLoadAwareSpec returns LoadAware's default args
 // (docs/design/loadaware.md#args-and-defaults, as the scheduler defaults them:
-// loadaware.DefaultSpec).
-func DefaultLoadAwareSpec() loadaware.Spec { return loadaware.DefaultSpec() }
+// nodeload.DefaultSpec).
+func DefaultLoadAwareSpec() nodeload.Spec { return nodeload.DefaultSpec() }
 
 // DefaultNodeQOS returns the simulation's NodeQOS: for every node, CPU forbid
 // scheduling and throttle at 70 % (production merges the two lines,
@@ -310,7 +310,7 @@ func (c *Config) Validate() field.ErrorList {
 	multiple("retryInterval", c.RetryInterval)
 	multiple("predictInterval", c.PredictInterval)
 	if c.LoadAware != nil {
-		if _, err := loadaware.NewConfig(*c.LoadAware); err != nil {
+		if _, err := nodeload.NewConfig(*c.LoadAware); err != nil {
 			errs = append(errs, field.Invalid(root.Child("loadAware"), "", err.Error()))
 		}
 	}

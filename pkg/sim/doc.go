@@ -21,7 +21,7 @@ limitations under the License.
 // online (Prod) services and to batch work.
 //
 // It decides nothing itself that Waterline's components decide: placement
-// goes through pkg/core/loadaware (as the LoadAware plugin does), pods
+// goes through pkg/core/nodeload (as the LoadAware plugin does), pods
 // become Mid and Batch pods through pkg/core/colocation (the webhook's
 // core), each node's policy comes from pkg/core/policy, its QoS actions
 // from pkg/core/qos's planner, its Prod peak from pkg/core/predict, and

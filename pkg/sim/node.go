@@ -26,7 +26,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/waterline-dev/waterline/apis/extension"
-	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/core/policy"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
@@ -176,7 +176,7 @@ type pod struct {
 	nonZeroCPU, nonZeroMemory int64
 	// load is LoadAware's estimate of the pod while it is pending (its
 	// view once the pod is on a node is in node.seen).
-	load loadaware.PodLoad
+	load nodeload.PodLoad
 	// candidate (above) says node QoS may act on the pod
 	// (extension.QoSProtection and its band). stand is a pod the QoS
 	// core's checks cannot tell from obj, shared by many pods (see
@@ -222,14 +222,14 @@ type node struct {
 	seen []seenPod
 
 	// LoadAware's view, refreshed lazily like the plugin's cache.
-	load loadaware.NodeLoad
+	load nodeload.NodeLoad
 	// ownReports: the pods' reports are in reports, kept by the node's
 	// agent, and load.Metric lists no pods; otherwise (a Scheduler fed
 	// NodeMetrics) they are looked up in load.Metric.
 	ownReports  bool
 	excessFresh bool
 	excessUntil time.Time
-	assigned    iter.Seq[*loadaware.AssignedPod]
+	assigned    iter.Seq[*nodeload.AssignedPod]
 
 	// Agent state (colocated policies).
 	resolved   policy.Resolved
@@ -254,7 +254,7 @@ type node struct {
 	usageAvg   avgSnaps
 	// metricBase is the node's NodeMetric as LoadAware reads it before
 	// any usage is filled in; each report starts from it.
-	metricBase loadaware.Metric
+	metricBase nodeload.Metric
 	model      predict.Predictor
 	cpuTracker *predict.Tracker
 	memTracker *predict.Tracker
@@ -279,10 +279,10 @@ type node struct {
 
 // newPod derives what the simulation needs of obj; la is nil when
 // LoadAware is off.
-func newPod(obj *corev1.Pod, la *loadaware.Config, seq int64) *pod {
+func newPod(obj *corev1.Pod, la *nodeload.Config, seq int64) *pod {
 	p := &pod{
 		obj:  obj,
-		key:  loadaware.PodKey(obj.Namespace, obj.Name),
+		key:  nodeload.PodKey(obj.Namespace, obj.Name),
 		uid:  obj.UID,
 		band: extension.BandOf(obj),
 		seq:  seq,
@@ -329,7 +329,7 @@ func newPod(obj *corev1.Pod, la *loadaware.Config, seq int64) *pod {
 }
 
 // place puts p on n at now.
-func (n *node) place(p *pod, la *loadaware.Config, now time.Time) {
+func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	p.node, p.nodeIdx = n, len(n.pods)
 	n.pods = append(n.pods, p)
 	n.hot = append(n.hot, p.h)
@@ -450,10 +450,10 @@ func (n *node) refreshExcess(now time.Time) {
 	}
 	n.excessFresh = true
 	if !n.ownReports {
-		n.load.Excess, n.load.ProdExcess, n.excessUntil = loadaware.NodeExcess(n.assigned, m, now)
+		n.load.Excess, n.load.ProdExcess, n.excessUntil = nodeload.NodeExcess(n.assigned, m, now)
 		return
 	}
-	var sum loadaware.ExcessSum
+	var sum nodeload.ExcessSum
 	for i := range n.seen {
 		s := &n.seen[i]
 		e, until := s.assigned.ExcessOf(m, s.report, now)
@@ -464,8 +464,8 @@ func (n *node) refreshExcess(now time.Time) {
 
 // assignedSeq walks the node's pods for LoadAware, without allocating per
 // call: the closure is made once per node.
-func (n *node) assignedSeq() iter.Seq[*loadaware.AssignedPod] {
-	return func(yield func(*loadaware.AssignedPod) bool) {
+func (n *node) assignedSeq() iter.Seq[*nodeload.AssignedPod] {
+	return func(yield func(*nodeload.AssignedPod) bool) {
 		for i := range n.seen {
 			if !yield(&n.seen[i].assigned) {
 				return
@@ -479,8 +479,8 @@ func (n *node) assignedSeq() iter.Seq[*loadaware.AssignedPod] {
 // node's last report said of it (kept by the run's agents; see
 // node.ownReports).
 type seenPod struct {
-	assigned loadaware.AssignedPod
-	report   loadaware.PodReport
+	assigned nodeload.AssignedPod
+	report   nodeload.PodReport
 }
 
 // maxSnaps bounds how many report intervals an average covers.

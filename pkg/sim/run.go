@@ -32,7 +32,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/colocation"
-	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/core/policy"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
@@ -49,7 +49,7 @@ type run struct {
 	w      *workload.Workload
 	policy Policy
 
-	la    *loadaware.Config // nil for k8s-default
+	la    *nodeload.Config // nil for k8s-default
 	sched scheduler
 	nodes []*node
 
@@ -124,7 +124,7 @@ func newRun(cfg *Config, w *workload.Workload, p Policy) (*run, error) {
 		r.classes[cfg.PriorityClasses[i].Name] = &cfg.PriorityClasses[i]
 	}
 	if p.colocated() {
-		la, err := loadaware.NewConfig(*cfg.LoadAware)
+		la, err := nodeload.NewConfig(*cfg.LoadAware)
 		if err != nil {
 			return nil, fmt.Errorf("LoadAware args: %w", err)
 		}
@@ -253,7 +253,7 @@ func (r *run) buildNodes() error {
 			// yet, so LoadAware counts every pod by its estimate.
 			n.ownReports = true
 			n.metricBase = r.metricBase(n)
-			n.load.Metric = new(loadaware.Metric)
+			n.load.Metric = new(nodeload.Metric)
 			r.newMetric(n, n.load.Metric, r.w.Start)
 			n.load.Allocatable, _ = r.la.Allocatable(obj)
 			n.load.Thresholds, _ = r.la.NodeThresholds(obj)
@@ -471,7 +471,7 @@ func (r *run) materialize(p *pod) {
 	*obj = *p.tmpl.obj
 	obj.Name, obj.UID = p.name, types.UID(fmt.Sprintf("%s-%d", r.policy, p.seq))
 	obj.CreationTimestamp = metav1.NewTime(p.created)
-	p.obj, p.key, p.uid = obj, loadaware.PodKey(obj.Namespace, p.name), obj.UID
+	p.obj, p.key, p.uid = obj, nodeload.PodKey(obj.Namespace, p.name), obj.UID
 	p.tmpl, p.name = nil, ""
 }
 
@@ -899,7 +899,7 @@ func (r *run) bind(p *pod, n *node) {
 // signature is what the filters see of a pod.
 type signature struct {
 	req  resVec
-	load loadaware.PodLoad
+	load nodeload.PodLoad
 }
 
 // pendingQueue is the scheduling queue: FIFO per priority, priorities

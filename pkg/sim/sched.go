@@ -23,7 +23,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 )
 
 // kube-scheduler's sampling of nodes (pkg/scheduler/schedule_one.go):
@@ -70,8 +70,8 @@ func numFeasibleNodesToFind(numAllNodes int) int {
 // pods assigned to it (counted from the moment they are placed, as
 // Reserve does), their excess refreshed lazily.
 type scheduler struct {
-	la        *loadaware.Config // nil: LoadAware off
-	laWeight  int64             // LoadAware's score weight
+	la        *nodeload.Config // nil: LoadAware off
+	laWeight  int64            // LoadAware's score weight
 	rng       *rand.Rand
 	nextStart int
 	feasible  []*node
@@ -95,7 +95,7 @@ func (s *scheduler) fits(p *pod, n *node, now time.Time) bool {
 	}
 	if s.la != nil {
 		n.refreshExcess(now)
-		if s.la.Filter(&p.load, &n.load, now).Reason != loadaware.Fit {
+		if s.la.Filter(&p.load, &n.load, now).Reason != nodeload.Fit {
 			return false
 		}
 	}

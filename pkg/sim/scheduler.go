@@ -24,7 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
 
@@ -36,7 +36,7 @@ import (
 // It is not safe for concurrent use.
 type Scheduler struct {
 	s      scheduler
-	la     *loadaware.Config
+	la     *nodeload.Config
 	nodes  []*node
 	byName map[string]*node
 	seq    int64
@@ -54,12 +54,12 @@ type NodeScore struct {
 }
 
 // NewScheduler returns a Scheduler over nodes with LoadAware args spec
-// (loadaware.Spec as the plugin's args give it) and LoadAware's score
+// (nodeload.Spec as the plugin's args give it) and LoadAware's score
 // weight laWeight (the chart's scheduler.loadAwareWeight, 1 to 100); seed
 // breaks ties. Node allocatable, tier resources included, comes from
 // status.allocatable.
-func NewScheduler(spec loadaware.Spec, laWeight int64, nodes []*corev1.Node, seed int64) (*Scheduler, error) {
-	la, err := loadaware.NewConfig(spec)
+func NewScheduler(spec nodeload.Spec, laWeight int64, nodes []*corev1.Node, seed int64) (*Scheduler, error) {
+	la, err := nodeload.NewConfig(spec)
 	if err != nil {
 		return nil, fmt.Errorf("LoadAware args: %w", err)
 	}

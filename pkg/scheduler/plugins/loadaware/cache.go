@@ -29,7 +29,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 )
 
 // nodeCache is what LoadAware knows per node beyond the scheduler's
@@ -53,7 +53,7 @@ import (
 //     (informer handlers, Reserve) change the entry under its lock and
 //     drop the view; the next reader derives a new one under that lock.
 type nodeCache struct {
-	cfg *core.Config
+	cfg *nodeload.Config
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState
@@ -196,20 +196,20 @@ type nodeState struct {
 	mu   sync.Mutex
 	pods map[types.UID]*assignedPod
 	// metric is the node's NodeMetric; nil while it has none.
-	metric *core.Metric
+	metric *nodeload.Metric
 	// node is the Node object allocatable and thresholds were derived
 	// from; a new object in the snapshot derives them again.
 	node        *corev1.Node
-	allocatable core.Vector
-	thresholds  core.Thresholds
+	allocatable nodeload.Vector
+	thresholds  nodeload.Thresholds
 	// annotationErr is the last error of the node's annotations, so each
 	// new one is reported once, not once per Node object (every status
 	// heartbeat is a new object).
 	annotationErr string
-	// excess and prodExcess are core.NodeExcess of pods under metric;
+	// excess and prodExcess are nodeload.NodeExcess of pods under metric;
 	// excessFresh is false after any change of metric or pods, and
 	// excessUntil is when a forced window ends and the sums must be redone.
-	excess, prodExcess core.Vector
+	excess, prodExcess nodeload.Vector
 	excessFresh        bool
 	excessUntil        time.Time
 }
@@ -217,7 +217,7 @@ type nodeState struct {
 // nodeView is a node's load derived for one Node object, never changed
 // once published: Filter and Score read it on many goroutines at once.
 type nodeView struct {
-	load core.NodeLoad
+	load nodeload.NodeLoad
 	// node is the Node object the view was derived for.
 	node *corev1.Node
 	// until is when, in Unix nanoseconds, a forced estimation window ends
@@ -231,13 +231,13 @@ func (v *nodeView) current(node *corev1.Node, now int64) bool {
 }
 
 type assignedPod struct {
-	core.AssignedPod
+	nodeload.AssignedPod
 	// assumed is true from Reserve until the pod informer shows the pod
 	// bound: only such an entry may be taken back by Unreserve.
 	assumed bool
 }
 
-func newNodeCache(cfg *core.Config) *nodeCache {
+func newNodeCache(cfg *nodeload.Config) *nodeCache {
 	return &nodeCache{cfg: cfg, nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}}
 }
 
@@ -271,7 +271,7 @@ func (ns *nodeState) changedLocked() {
 // and returns the one it replaced; applied is false when m was ignored. A
 // metric reported earlier than the one held is ignored, so that a late
 // delivery (a relist) never takes the view back.
-func (c *nodeCache) setMetric(name string, m *core.Metric) (prev *core.Metric, applied bool) {
+func (c *nodeCache) setMetric(name string, m *nodeload.Metric) (prev *nodeload.Metric, applied bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ns := c.getOrCreateLocked(name)
@@ -410,10 +410,10 @@ func (c *nodeCache) refresh(ns *nodeState, node *corev1.Node, now time.Time, now
 		ns.annotationErr = msg
 	}
 	if m := ns.metric; m != nil && (!ns.excessFresh || !ns.excessUntil.IsZero() && !now.Before(ns.excessUntil)) {
-		ns.excess, ns.prodExcess, ns.excessUntil = core.NodeExcess(ns.podSeq(), m, now)
+		ns.excess, ns.prodExcess, ns.excessUntil = nodeload.NodeExcess(ns.podSeq(), m, now)
 		ns.excessFresh = true
 	}
-	v := &nodeView{node: node, load: core.NodeLoad{
+	v := &nodeView{node: node, load: nodeload.NodeLoad{
 		Allocatable: ns.allocatable,
 		Thresholds:  ns.thresholds,
 		Metric:      ns.metric,
@@ -430,17 +430,17 @@ func (c *nodeCache) refresh(ns *nodeState, node *corev1.Node, now time.Time, now
 
 // load returns a copy of a node's load at now, for tests and callers off
 // the hot path.
-func (c *nodeCache) load(node *corev1.Node, now time.Time) (core.NodeLoad, error) {
+func (c *nodeCache) load(node *corev1.Node, now time.Time) (nodeload.NodeLoad, error) {
 	ns := c.get(node.Name)
 	if ns == nil {
-		return core.NodeLoad{}, nil
+		return nodeload.NodeLoad{}, nil
 	}
 	v, err := c.refresh(ns, node, now, now.UnixNano())
 	return v.load, err
 }
 
-func (ns *nodeState) podSeq() iter.Seq[*core.AssignedPod] {
-	return func(yield func(*core.AssignedPod) bool) {
+func (ns *nodeState) podSeq() iter.Seq[*nodeload.AssignedPod] {
+	return func(yield func(*nodeload.AssignedPod) bool) {
 		for _, p := range ns.pods {
 			if !yield(&p.AssignedPod) {
 				return

@@ -29,7 +29,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 )
 
 // NodeMetricEvents is the event resource of NodeMetrics: plural.version.group,
@@ -41,7 +41,7 @@ const NodeMetricEvents fwk.EventResource = "nodemetrics.v1alpha1.waterline.dev"
 //
 //   - a NodeMetric added or deleted, or updated so that the node reports
 //     again, left forbid-scheduling, or shows less load
-//     (core.Config.MayAdmitMore);
+//     (nodeload.Config.MayAdmitMore);
 //   - an assigned pod deleted (its excess goes at once), or any pod scaled
 //     down;
 //   - a node added, or its allocatable or LoadAware annotations changed.
@@ -69,7 +69,7 @@ func (pl *LoadAware) isSchedulableAfterNodeMetricChange(logger klog.Logger, pod 
 	if err != nil {
 		return fwk.Queue, err
 	}
-	var old *core.Metric
+	var old *nodeload.Metric
 	if oldObj != nil {
 		prev, err := toNodeMetric(oldObj)
 		if err != nil {

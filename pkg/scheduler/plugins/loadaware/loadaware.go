@@ -21,7 +21,7 @@ limitations under the License.
 // Batch and Free pods off nodes the agent put in forbid-scheduling state
 // (docs/design/loadaware.md#forbid-scheduling).
 //
-// It is the framework adapter of pkg/core/loadaware, which makes every
+// It is the framework adapter of pkg/core/nodeload, which makes every
 // decision; this package feeds it from informers (NodeMetrics, pods), keeps
 // the assumed-pod cache that spreads a burst of pods over cold nodes, and
 // turns verdicts into statuses. It must never refuse a DaemonSet pod for
@@ -45,7 +45,7 @@ import (
 
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
 	"github.com/waterline-dev/waterline/pkg/client/informers/externalversions"
-	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/scheduler/apis/config"
 	// Registers LoadAwareArgs with kube-scheduler's scheme, so that any
 	// binary that registers this plugin can also read its args.
@@ -81,7 +81,7 @@ var (
 
 // LoadAware is the plugin; see the package doc.
 type LoadAware struct {
-	cfg     *core.Config
+	cfg     *nodeload.Config
 	clock   clock.PassiveClock
 	cache   *nodeCache
 	reasons reasons
@@ -139,8 +139,8 @@ func argsOf(obj runtime.Object) (*config.LoadAwareArgs, error) {
 }
 
 // coreSpec is the core's view of the args.
-func coreSpec(args *config.LoadAwareArgs) core.Spec {
-	s := core.Spec{
+func coreSpec(args *config.LoadAwareArgs) nodeload.Spec {
+	s := nodeload.Spec{
 		NodeMetricExpiration:                 time.Duration(args.NodeMetricExpirationSeconds) * time.Second,
 		EnableScheduleWhenNodeMetricsExpired: args.EnableScheduleWhenNodeMetricsExpired,
 		ResourceWeights:                      args.ResourceWeights,
@@ -160,8 +160,8 @@ func coreSpec(args *config.LoadAwareArgs) core.Spec {
 	}
 	if a := args.Aggregated; a != nil {
 		s.AggregatedUsageThresholds = a.UsageThresholds
-		s.UsageAggregation = core.Aggregation{Type: a.UsageAggregationType, Duration: a.UsageAggregatedDuration.Duration}
-		s.ScoreAggregation = core.Aggregation{Type: a.ScoreAggregationType, Duration: a.ScoreAggregatedDuration.Duration}
+		s.UsageAggregation = nodeload.Aggregation{Type: a.UsageAggregationType, Duration: a.UsageAggregatedDuration.Duration}
+		s.ScoreAggregation = nodeload.Aggregation{Type: a.ScoreAggregationType, Duration: a.ScoreAggregatedDuration.Duration}
 	}
 	return s
 }
@@ -170,7 +170,7 @@ func coreSpec(args *config.LoadAwareArgs) core.Spec {
 // tests.
 func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, client versioned.Interface, clk clock.PassiveClock) (*LoadAware, error) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	cfg, err := core.NewConfig(coreSpec(args))
+	cfg, err := nodeload.NewConfig(coreSpec(args))
 	if err != nil {
 		return nil, fmt.Errorf("invalid LoadAware args: %w", err)
 	}
@@ -229,7 +229,7 @@ func (pl *LoadAware) Name() string { return Name }
 // cycle's time, so every node is judged at the same instant, and the node
 // index, so that no node lookup of the cycle takes the cache's lock.
 type preFilterState struct {
-	pod core.PodLoad
+	pod nodeload.PodLoad
 	now time.Time
 	// nowNano is now in Unix nanoseconds, to compare with the nodes'
 	// views.
@@ -316,7 +316,7 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 		return nil
 	}
 	v := pl.cfg.Filter(&s.pod, &nv.load, s.now)
-	if v.Reason == core.Fit {
+	if v.Reason == nodeload.Fit {
 		return nil
 	}
 	pl.refusals.count(v)
@@ -324,7 +324,7 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 		j := pl.cfg.Judge(&s.pod, &nv.load, s.now)
 		n := pl.cfg.Resources.Len()
-		logger.Info("Node refused by load", "pod", klog.KObj(pod), "node", klog.KObj(node), "reasons", reasons, "prodUsage", v.Reason == core.ReasonProdUsage,
+		logger.Info("Node refused by load", "pod", klog.KObj(pod), "node", klog.KObj(node), "reasons", reasons, "prodUsage", v.Reason == nodeload.ReasonProdUsage,
 			"estimated", pl.cfg.Resources.List(j.Estimated), "percent", j.Percent[:n], "thresholds", j.Thresholds[:n])
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons...)
@@ -340,7 +340,7 @@ func (pl *LoadAware) badAnnotation(ctx context.Context, node *corev1.Node, err e
 }
 
 // Score ranks the node by how little of it would be used with the pod; see
-// core.Config.Score.
+// nodeload.Config.Score.
 func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := readState(state, preScoreStateKey)
 	if err != nil {

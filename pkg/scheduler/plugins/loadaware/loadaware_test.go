@@ -39,13 +39,13 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/scheduler/apis/config"
 )
 
 func TestMaxScoreIsTheFrameworks(t *testing.T) {
-	if core.MaxScore != fwk.MaxScore {
-		t.Errorf("core.MaxScore = %d, want fwk.MaxScore = %d", core.MaxScore, fwk.MaxScore)
+	if nodeload.MaxScore != fwk.MaxScore {
+		t.Errorf("nodeload.MaxScore = %d, want fwk.MaxScore = %d", nodeload.MaxScore, fwk.MaxScore)
 	}
 }
 
@@ -523,7 +523,7 @@ func TestCoreSpecCarriesEveryArg(t *testing.T) {
 		},
 		SupportedResources: []corev1.ResourceName{"nvidia.com/gpu"},
 	}
-	want := core.Spec{
+	want := nodeload.Spec{
 		NodeMetricExpiration:                 120 * time.Second,
 		EnableScheduleWhenNodeMetricsExpired: true,
 		ResourceWeights:                      map[corev1.ResourceName]int64{"cpu": 2},
@@ -538,8 +538,8 @@ func TestCoreSpecCarriesEveryArg(t *testing.T) {
 		EstimatedAfterInitialized:            20 * time.Second,
 		AllowCustomizeEstimation:             true,
 		AggregatedUsageThresholds:            map[corev1.ResourceName]int64{"cpu": 75},
-		UsageAggregation:                     core.Aggregation{Type: v1alpha1.AggregationP95, Duration: 5 * time.Minute},
-		ScoreAggregation:                     core.Aggregation{Type: v1alpha1.AggregationAvg, Duration: 10 * time.Minute},
+		UsageAggregation:                     nodeload.Aggregation{Type: v1alpha1.AggregationP95, Duration: 5 * time.Minute},
+		ScoreAggregation:                     nodeload.Aggregation{Type: v1alpha1.AggregationAvg, Duration: 10 * time.Minute},
 		SupportedResources:                   []corev1.ResourceName{"nvidia.com/gpu"},
 	}
 	if diff := cmp.Diff(want, coreSpec(args)); diff != "" {

@@ -22,7 +22,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 )
 
 // Refusal reasons as the refusals metric labels them.
@@ -60,13 +60,13 @@ type refusalCounters struct {
 	expired, forbid metrics.CounterMetric
 	// The usage reasons' series are indexed by the resource's index in the
 	// configured resources.
-	usage, prodUsage, aggregated [core.MaxResources]metrics.CounterMetric
+	usage, prodUsage, aggregated [nodeload.MaxResources]metrics.CounterMetric
 }
 
 // newRefusalCounters registers the metrics and resolves every series the
 // plugin can increment. Series of a component-base vector resolved before
 // registration would be no-ops, hence the registration first.
-func newRefusalCounters(r *core.Resources) *refusalCounters {
+func newRefusalCounters(r *nodeload.Resources) *refusalCounters {
 	registerMetrics()
 	c := &refusalCounters{
 		expired: filterRefusals.WithLabelValues(refusalMetricExpired, ""),
@@ -82,25 +82,25 @@ func newRefusalCounters(r *core.Resources) *refusalCounters {
 }
 
 // count records one refusal.
-func (c *refusalCounters) count(v core.Verdict) {
-	var per *[core.MaxResources]metrics.CounterMetric
+func (c *refusalCounters) count(v nodeload.Verdict) {
+	var per *[nodeload.MaxResources]metrics.CounterMetric
 	switch v.Reason {
-	case core.ReasonMetricExpired:
+	case nodeload.ReasonMetricExpired:
 		c.expired.Inc()
 		return
-	case core.ReasonForbidScheduling:
+	case nodeload.ReasonForbidScheduling:
 		c.forbid.Inc()
 		return
-	case core.ReasonUsage:
+	case nodeload.ReasonUsage:
 		per = &c.usage
-	case core.ReasonProdUsage:
+	case nodeload.ReasonProdUsage:
 		per = &c.prodUsage
-	case core.ReasonAggregatedUsage:
+	case nodeload.ReasonAggregatedUsage:
 		per = &c.aggregated
 	default:
 		return
 	}
-	for i := range core.MaxResources {
+	for i := range nodeload.MaxResources {
 		if v.Over&(1<<i) != 0 && per[i] != nil {
 			per[i].Inc()
 		}

@@ -26,7 +26,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 )
 
 // refusalSeries reads every waterline_loadaware_filter_refusals_total series
@@ -104,7 +104,7 @@ func TestFilterCountsRefusals(t *testing.T) {
 // TestCountingARefusalAllocatesNothing: the series are resolved up front.
 func TestCountingARefusalAllocatesNothing(t *testing.T) {
 	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil, metric("n", t0).usage("1", "1Gi").obj())
-	v := core.Verdict{Reason: core.ReasonUsage, Over: 0b11} // cpu and memory
+	v := nodeload.Verdict{Reason: nodeload.ReasonUsage, Over: 0b11} // cpu and memory
 	if n := testing.AllocsPerRun(100, func() { e.pl.refusals.count(v) }); n != 0 {
 		t.Errorf("counting a refusal allocated %.1f times, want 0", n)
 	}
@@ -114,13 +114,13 @@ func TestCountingARefusalAllocatesNothing(t *testing.T) {
 func TestCountLabelsEveryReason(t *testing.T) {
 	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil)
 	tests := []struct {
-		v    core.Verdict
+		v    nodeload.Verdict
 		want map[string]float64
 	}{
-		{core.Verdict{Reason: core.ReasonProdUsage, Over: 0b10}, map[string]float64{"prod_usage/memory": 1}},
-		{core.Verdict{Reason: core.ReasonAggregatedUsage, Over: 0b01}, map[string]float64{"aggregated_usage/cpu": 1}},
-		{core.Verdict{Reason: core.ReasonUsage, Over: 0b11}, map[string]float64{"usage/cpu": 1, "usage/memory": 1}},
-		{core.Verdict{Reason: core.Fit}, map[string]float64{}},
+		{nodeload.Verdict{Reason: nodeload.ReasonProdUsage, Over: 0b10}, map[string]float64{"prod_usage/memory": 1}},
+		{nodeload.Verdict{Reason: nodeload.ReasonAggregatedUsage, Over: 0b01}, map[string]float64{"aggregated_usage/cpu": 1}},
+		{nodeload.Verdict{Reason: nodeload.ReasonUsage, Over: 0b11}, map[string]float64{"usage/cpu": 1, "usage/memory": 1}},
+		{nodeload.Verdict{Reason: nodeload.Fit}, map[string]float64{}},
 	}
 	for _, tt := range tests {
 		before := refusalSeries(t)

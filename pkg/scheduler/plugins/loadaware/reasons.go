@@ -22,7 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 )
 
 // Reasons a node is refused, in Koordinator's words so that users of both
@@ -41,10 +41,10 @@ const (
 // reasons holds every refusal message, built once per resource, so a
 // refusal does not format strings per node.
 type reasons struct {
-	usage, aggregated [core.MaxResources]string
+	usage, aggregated [nodeload.MaxResources]string
 }
 
-func newReasons(r *core.Resources) reasons {
+func newReasons(r *nodeload.Resources) reasons {
 	var out reasons
 	for i := range r.Len() {
 		name := string(r.Name(i))
@@ -55,22 +55,22 @@ func newReasons(r *core.Resources) reasons {
 }
 
 // of returns the messages of a refusal: one per resource over its threshold.
-func (r *reasons) of(v core.Verdict) []string {
-	var per *[core.MaxResources]string
+func (r *reasons) of(v nodeload.Verdict) []string {
+	var per *[nodeload.MaxResources]string
 	switch v.Reason {
-	case core.ReasonMetricExpired:
+	case nodeload.ReasonMetricExpired:
 		return []string{ReasonNodeMetricExpired}
-	case core.ReasonForbidScheduling:
+	case nodeload.ReasonForbidScheduling:
 		return []string{ReasonForbidScheduling}
-	case core.ReasonUsage, core.ReasonProdUsage:
+	case nodeload.ReasonUsage, nodeload.ReasonProdUsage:
 		per = &r.usage
-	case core.ReasonAggregatedUsage:
+	case nodeload.ReasonAggregatedUsage:
 		per = &r.aggregated
 	default:
 		return nil
 	}
 	var out []string
-	for i := range core.MaxResources {
+	for i := range nodeload.MaxResources {
 		if v.Over&(1<<i) != 0 {
 			out = append(out, per[i])
 		}

@@ -22,14 +22,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/scheduler/apis/config"
 )
 
 // DefaultNodeMetricExpirationSeconds is LoadAware's default
 // nodeMetricExpirationSeconds (docs/design/loadaware.md#args-and-defaults); the
 // defaults live in the core.
-const DefaultNodeMetricExpirationSeconds = int64(loadaware.DefaultNodeMetricExpiration / time.Second)
+const DefaultNodeMetricExpirationSeconds = int64(nodeload.DefaultNodeMetricExpiration / time.Second)
 
 // BandPreemption's defaults: DefaultPreemption's, so that switching from
 // DefaultPreemption to BandPreemption examines the same nodes.
@@ -56,13 +56,13 @@ func SetDefaults_LoadAwareArgs(obj *LoadAwareArgs) { //nolint:revive // The sche
 		obj.EnableScheduleWhenNodeMetricsExpired = ptr.To(false)
 	}
 	if len(obj.ResourceWeights) == 0 {
-		obj.ResourceWeights = loadaware.DefaultResourceWeights()
+		obj.ResourceWeights = nodeload.DefaultResourceWeights()
 	}
 	if obj.DominantResourceWeight == nil {
 		obj.DominantResourceWeight = ptr.To[int64](0)
 	}
 	if len(obj.UsageThresholds) == 0 {
-		obj.UsageThresholds = loadaware.DefaultUsageThresholds()
+		obj.UsageThresholds = nodeload.DefaultUsageThresholds()
 	}
 	if obj.ProdUsageIncludeSys == nil {
 		obj.ProdUsageIncludeSys = ptr.To(false)
@@ -82,7 +82,7 @@ func SetDefaults_LoadAwareArgs(obj *LoadAwareArgs) { //nolint:revive // The sche
 	if obj.EstimatedScalingFactors == nil {
 		obj.EstimatedScalingFactors = map[corev1.ResourceName]int64{}
 	}
-	for name, factor := range loadaware.DefaultEstimatedScalingFactors() {
+	for name, factor := range nodeload.DefaultEstimatedScalingFactors() {
 		if _, ok := obj.EstimatedScalingFactors[name]; !ok {
 			obj.EstimatedScalingFactors[name] = factor
 		}

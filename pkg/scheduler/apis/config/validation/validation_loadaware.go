@@ -30,7 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	core "github.com/waterline-dev/waterline/pkg/core/loadaware"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/scheduler/apis/config"
 )
 
@@ -51,7 +51,7 @@ func ValidateLoadAwareArgs(path *field.Path, args *config.LoadAwareArgs) field.E
 	}
 	errs = append(errs, percents(path.Child("usageThresholds"), args.UsageThresholds, 0, 100)...)
 	errs = append(errs, percents(path.Child("prodUsageThresholds"), args.ProdUsageThresholds, 0, 100)...)
-	errs = append(errs, percents(path.Child("estimatedScalingFactors"), args.EstimatedScalingFactors, core.MinScalingFactor, core.MaxScalingFactor)...)
+	errs = append(errs, percents(path.Child("estimatedScalingFactors"), args.EstimatedScalingFactors, nodeload.MinScalingFactor, nodeload.MaxScalingFactor)...)
 	if s := args.EstimatedSecondsAfterPodScheduled; s < 0 {
 		errs = append(errs, field.Invalid(path.Child("estimatedSecondsAfterPodScheduled"), s, "must be at least 0"))
 	}
@@ -76,8 +76,8 @@ func ValidateLoadAwareArgs(path *field.Path, args *config.LoadAwareArgs) field.E
 			errs = append(errs, field.Invalid(aggPath.Child("scoreAggregatedDuration"), d.String(), "must not be negative"))
 		}
 	}
-	if _, err := core.NewResources(trackedResources(args)...); err != nil {
-		errs = append(errs, field.TooMany(path.Child("supportedResources"), len(trackedResources(args))+2, core.MaxResources))
+	if _, err := nodeload.NewResources(trackedResources(args)...); err != nil {
+		errs = append(errs, field.TooMany(path.Child("supportedResources"), len(trackedResources(args))+2, nodeload.MaxResources))
 	}
 	return errs
 }
@@ -123,8 +123,8 @@ func resourceName(path *field.Path, name corev1.ResourceName) field.ErrorList {
 }
 
 func aggregationType(path *field.Path, t v1alpha1.AggregationType) field.ErrorList {
-	if t == "" || slices.Contains(core.AggregationTypes, t) {
+	if t == "" || slices.Contains(nodeload.AggregationTypes, t) {
 		return nil
 	}
-	return field.ErrorList{field.NotSupported(path, t, core.AggregationTypes)}
+	return field.ErrorList{field.NotSupported(path, t, nodeload.AggregationTypes)}
 }

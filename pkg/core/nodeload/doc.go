@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package loadaware decides where pods fit by the real load of nodes: it
+// Package nodeload decides where pods fit by the real load of nodes: it
 // estimates the load a pod will put on a node, works out how much of the load
 // of pods already assigned to a node its NodeMetric does not show yet, picks
 // the thresholds that apply to a pod on a node, and gives the filter verdict
@@ -29,4 +29,4 @@ limitations under the License.
 // The package must never do I/O, read the clock, talk to the API server or
 // keep state between calls: time comes in as an argument, NodeMetrics and
 // pods come in as values, and every decision is a pure function of them.
-package loadaware
+package nodeload
