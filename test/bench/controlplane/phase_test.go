@@ -70,8 +70,8 @@ func (r phaseResult) summary() string {
 
 // counters is a reading of everything a phase compares before and after.
 type counters struct {
-	at  time.Time
-	cpu map[string]float64
+	at                                time.Time
+	cpu                               map[string]float64
 	nm, nmConflict, lease, nodeStatus float64
 	reconciles, reconcileSeconds      float64
 	lifecycle                         float64
