@@ -283,7 +283,11 @@ func startFleet(t *testing.T, cfg fleetConfig) *fleet {
 
 	port := testutil.FreePort(t)
 	f.mgrURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	f.manager = c.StartManager(t, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port))
+	// CPBENCH_MANAGER_ARGS adds flags, e.g. "--kube-api-qps=5
+	// --kube-api-burst=10" (client-go's defaults, what the manager used
+	// before it had these flags) to measure the old budget.
+	f.manager = c.StartManager(t, append([]string{"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port)},
+		strings.Fields(os.Getenv("CPBENCH_MANAGER_ARGS"))...)...)
 	f.pids["manager"] = strconv.Itoa(f.manager.PID())
 
 	setupTimeout := 2*time.Minute + time.Duration(cfg.nodes*(1+cfg.podsPerNode))*20*time.Millisecond
