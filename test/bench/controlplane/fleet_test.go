@@ -117,6 +117,10 @@ type fleet struct {
 	simErr   atomic.Pointer[error]
 	leases   sync.Map // node → last written *coordinationv1.Lease
 	patchSeq atomic.Int64
+	// The manager's bootstrap: from its start until every node has a
+	// NodeMetric (and kwok runs every pod), and from the last agent's
+	// start until every node sells Batch.
+	nodeMetricsReady, tiersReady time.Duration
 }
 
 // TestFleet runs a kwok-backed fleet: real etcd + kube-apiserver, kwok
@@ -142,10 +146,11 @@ func TestFleet(t *testing.T) {
 
 	phases := []phase{
 		{name: phaseAgents, run: func(ctx context.Context, d time.Duration) int64 {
+			sent := f.gate.sent.Load()
 			f.gate.open.Store(true)
 			time.Sleep(d)
 			f.gate.open.Store(false)
-			return 0
+			return f.gate.sent.Load() - sent
 		}},
 		{name: phaseLease, run: func(ctx context.Context, d time.Duration) int64 {
 			return f.stream(ctx, t, cfg.expectedRate(), d, f.renewLease)
@@ -174,7 +179,7 @@ func TestFleet(t *testing.T) {
 		t.Errorf("The simulated agents stopped: %v", *err)
 	}
 
-	report := buildReport(cfg, results)
+	report := buildReport(cfg, results, f.nodeMetricsReady, f.tiersReady)
 	t.Log("\n" + report)
 	if cfg.full {
 		dir := os.Getenv("CPBENCH_OUT")
@@ -195,7 +200,9 @@ func TestFleet(t *testing.T) {
 	for _, r := range results {
 		switch r.phase {
 		case phaseAgents:
-			rate := r.nodeMetricWrites / r.wall.Seconds()
+			// Over the time the gate was open: the phase's wall time
+			// also holds the drain after it.
+			rate := r.nodeMetricWrites / cfg.window.Seconds()
 			// A report is at most a second late (the reporter polls each
 			// second), so the rate is within a few percent of N/interval;
 			// the bounds leave room for a busy machine's scheduling.
@@ -289,6 +296,7 @@ func startFleet(t *testing.T, cfg fleetConfig) *fleet {
 	f.manager = c.StartManager(t, append([]string{"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port)},
 		strings.Fields(os.Getenv("CPBENCH_MANAGER_ARGS"))...)...)
 	f.pids["manager"] = strconv.Itoa(f.manager.PID())
+	managerStarted := time.Now()
 
 	setupTimeout := 2*time.Minute + time.Duration(cfg.nodes*(1+cfg.podsPerNode))*20*time.Millisecond
 	testutil.Eventually(t, setupTimeout, 2*time.Second, func() (bool, error) {
@@ -311,9 +319,11 @@ func startFleet(t *testing.T, cfg fleetConfig) *fleet {
 		}
 		return true, nil
 	}, "waiting for kwok to run the pods and the manager to create the NodeMetrics")
-	t.Logf("Pods Running and NodeMetrics created after %v", time.Since(t0).Round(time.Second))
+	f.nodeMetricsReady = time.Since(managerStarted)
+	t.Logf("Pods Running and NodeMetrics created %v after the manager started", f.nodeMetricsReady.Round(time.Second))
 
 	f.startAgents(t)
+	agentsStarted := time.Now()
 	t.Logf("Simulated agents started on every node after %v", time.Since(t0).Round(time.Second))
 	// Every agent has reported once and the manager published the tiers:
 	// the steady state.
@@ -327,6 +337,8 @@ func startFleet(t *testing.T, cfg fleetConfig) *fleet {
 		}
 		return true, nil
 	}, "waiting for every node's tier allocatable")
+	f.tiersReady = time.Since(agentsStarted)
+	t.Logf("Every node sells Batch %v after the last agent started", f.tiersReady.Round(time.Second))
 	time.Sleep(cfg.reportInterval())
 	f.gate.open.Store(false)
 	t.Logf("Steady state after %v", time.Since(t0).Round(time.Second))

@@ -180,7 +180,7 @@ func loadavg() string {
 
 // buildReport is the Markdown report of a run: each phase's median and
 // range over the repeats, and what they imply at the run's node count.
-func buildReport(cfg fleetConfig, results []phaseResult) string {
+func buildReport(cfg fleetConfig, results []phaseResult, nodeMetricsReady, tiersReady time.Duration) string {
 	by := func(name string, f func(r phaseResult) float64) []float64 {
 		var out []float64
 		for _, r := range results {
@@ -208,8 +208,11 @@ func buildReport(cfg fleetConfig, results []phaseResult) string {
 	fmt.Fprintf(&b, "# Control plane at %d nodes: simulated agents + waterline-manager vs kubelet's writes\n\n", cfg.nodes)
 	fmt.Fprintf(&b, "%d nodes, %d pods each, report interval %v (%.1f NodeMetric writes/s expected), %v phases, %d repeats in rotating order. Load average (1 min) at the end of each phase: %s.\n\n",
 		cfg.nodes, cfg.podsPerNode, cfg.reportInterval(), cfg.expectedRate(), cfg.window, cfg.repeats, strings.Join(loads, "; "))
+	fmt.Fprintf(&b, "Bootstrap: the manager created the %d NodeMetrics (and kwok ran the pods) %v after it started; every node sold Batch %v after the last agent started (its first report).\n\n",
+		cfg.nodes, nodeMetricsReady.Round(time.Second), tiersReady.Round(time.Second))
 	idle := median(by(phaseIdle, perSec(func(r phaseResult) float64 { return r.cpu["apiserver+etcd"] })))
 	idleMgr := median(by(phaseIdle, perSec(func(r phaseResult) float64 { return r.cpu["manager"] })))
+	fmt.Fprintf(&b, "Writes per second are over the %v a phase drives load; CPU over the phase's wall time, which adds about 1 s for the last writes' work to drain and the scrapes.\n\n", cfg.window)
 	fmt.Fprintf(&b, "| phase | writes reaching the API server, /s | apiserver+etcd, cores | above idle, ms per write | manager, cores | manager tiers reconciles /s (mean ms) | manager Node status writes /s | tiers queue depth ≤ |\n|---|---|---|---|---|---|---|---|\n")
 	for _, name := range []string{phaseAgents, phaseLease, phaseNodeStatus, phaseIdle} {
 		writes := func(r phaseResult) float64 {
@@ -235,7 +238,7 @@ func buildReport(cfg fleetConfig, results []phaseResult) string {
 			mgrWrites = med(by(name, perSec(func(r phaseResult) float64 { return r.nodeStatusPatches })))
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s (%s) | %s | %s |\n", name,
-			med(by(name, perSec(writes))),
+			med(by(name, func(r phaseResult) float64 { return writes(r) / cfg.window.Seconds() })),
 			med(by(name, perSec(func(r phaseResult) float64 { return r.cpu["apiserver+etcd"] }))),
 			perWrite,
 			med(by(name, perSec(func(r phaseResult) float64 { return r.cpu["manager"] }))),
