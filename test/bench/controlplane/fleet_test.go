@@ -298,7 +298,10 @@ func startFleet(t *testing.T, cfg fleetConfig) *fleet {
 	f.pids["manager"] = strconv.Itoa(f.manager.PID())
 	managerStarted := time.Now()
 
-	setupTimeout := 2*time.Minute + time.Duration(cfg.nodes*(1+cfg.podsPerNode))*20*time.Millisecond
+	// kwok runs pods and the manager creates NodeMetrics at some tens a
+	// second on this shared machine (about 20 and 10 a second at 5,000
+	// nodes under a load average of 20): allow 60 ms an object.
+	setupTimeout := 2*time.Minute + time.Duration(cfg.nodes*(1+cfg.podsPerNode))*60*time.Millisecond
 	testutil.Eventually(t, setupTimeout, 2*time.Second, func() (bool, error) {
 		pods, err := c.Kube.CoreV1().Pods("fleet").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
