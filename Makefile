@@ -100,7 +100,7 @@ bench-scheduler: tools ## Live scheduler throughput and CPU per pod, deployed pr
 	SCHEDBENCH_FULL=1 $(GO) test -count=1 -timeout 60m -run '^TestSchedulerThroughput$$' -v ./test/bench/scheduler/ 2>&1 | grep --line-buffered -v '^        [EIW][0-9]\{4\} '
 
 .PHONY: bench-controlplane
-bench-controlplane: tools ## The control plane at 5,000 nodes: kwok fleet of simulated agents + waterline-manager vs kubelet's Lease/Node status writes, alternating (about 25 min; CPBENCH_NODES/WINDOW_SECONDS/REPEATS override); report in _output/bench-controlplane
+bench-controlplane: tools ## The control plane at 5,000 nodes: kwok fleet of simulated agents + waterline-manager vs kubelet's Lease/Node status writes, alternating (CPBENCH_NODES/WINDOW_SECONDS/REPEATS/SETUP_MINUTES override; 1,000 nodes took 14 min on the shared 2-core VM, see the README); report in _output/bench-controlplane
 	CPBENCH_FULL=1 $(GO) test -count=1 -timeout 60m -run '^TestFleet$$' -v ./test/bench/controlplane/ 2>&1 | grep --line-buffered -v '^        [EIW][0-9]\{4\} '
 
 .PHONY: bench-colocation
