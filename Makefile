@@ -100,6 +100,10 @@ bench: ## Run every benchmark once (numbers go in the package READMEs)
 bench-scheduler: test-tools ## Live scheduler throughput and CPU per pod: deployed profile, default plugins, stock kube-scheduler, rotating (1,000 nodes, 4,000 pods, 3 runs each; SCHEDBENCH_NODES/PODS/REPEATS override); report in _output/bench-scheduler
 	SCHEDBENCH_FULL=1 $(GO) test -count=1 -timeout 60m -run '^TestSchedulerThroughput$$' -v ./test/bench/scheduler/ 2>&1 | grep --line-buffered -v '^        [EIW][0-9]\{4\} '
 
+.PHONY: bench-controlplane
+bench-controlplane: tools ## The control plane at 5,000 nodes: kwok fleet of simulated agents + waterline-manager vs kubelet's Lease/Node status writes, alternating (CPBENCH_NODES/WINDOW_SECONDS/REPEATS/SETUP_MINUTES override; 1,000 nodes took 14 min on the shared 2-core VM, see the README); report in _output/bench-controlplane
+	CPBENCH_FULL=1 $(GO) test -count=1 -timeout 60m -run '^TestFleet$$' -v ./test/bench/controlplane/ 2>&1 | grep --line-buffered -v '^        [EIW][0-9]\{4\} '
+
 .PHONY: bench-colocation
 bench-colocation: test-tools test-deps ## Prod latency beside Batch work on a real node: alone, plain Kubernetes, Waterline, Waterline without throttling, Waterline under memory pressure (about 14 min); report and calibration.json in _output/bench-colocation
 	COLOBENCH_FULL=1 $(GO) test -count=1 -timeout 30m -run '^TestColocation$$' -v ./test/bench/colocation/

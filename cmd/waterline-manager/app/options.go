@@ -37,6 +37,15 @@ type Options struct {
 	// Kubeconfig is the kubeconfig to reach the API server; empty uses the
 	// in-cluster config.
 	Kubeconfig string
+	// KubeAPIQPS and KubeAPIBurst limit the manager's requests to the API
+	// server (reads come from its cache; these are its writes: NodeMetric
+	// creation and spec, tier allocatable on Node status). QPS > 0, burst
+	// ≥ 1. Defaults 50 and 100, kube-scheduler's: client-go's own 5/10
+	// let a 5,000-node cluster wait about 17 minutes for its NodeMetrics
+	// and fell behind the tier updates of a busy fleet
+	// (test/bench/controlplane/README.md).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// MetricsBindAddress serves Prometheus /metrics; "0" disables it.
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz.
@@ -134,6 +143,8 @@ var knownControllers = []string{ControllerNodeMetric, ControllerTiers, Controlle
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
+		KubeAPIQPS:             50,
+		KubeAPIBurst:           100,
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
 		LeaderElect:            true,
@@ -159,6 +170,8 @@ func NewOptions() *Options {
 // AddFlags binds the options to fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig; empty uses the in-cluster configuration.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the API server (> 0).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server (≥ 1).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect one active manager among replicas with a Lease.")
@@ -192,6 +205,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Validate returns every problem with the options, naming the flag.
 func (o *Options) Validate() field.ErrorList {
 	var errs field.ErrorList
+	if o.KubeAPIQPS <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("kube-api-qps"), o.KubeAPIQPS, "must be positive"))
+	}
+	if o.KubeAPIBurst < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("kube-api-burst"), o.KubeAPIBurst, "must be at least 1"))
+	}
 	for name, addr := range map[string]string{"metrics-bind-address": o.MetricsBindAddress, "health-probe-bind-address": o.HealthProbeBindAddress} {
 		if addr == "0" && name == "metrics-bind-address" {
 			continue

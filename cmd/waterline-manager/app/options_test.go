@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestValidateNamesEveryBadFlag(t *testing.T) {
@@ -83,6 +85,27 @@ func TestValidateDaemonSetPriorityClass(t *testing.T) {
 	for _, want := range []string{`daemonset-priority-class: Invalid value: "Waterline_DaemonSet"`, "webhooks: Invalid value: false: must be true with --daemonset-priority-class"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("validation error %q does not contain %q", msg, want)
+		}
+	}
+}
+
+// The manager's client budget: client-go's default (5 QPS) starved a
+// 5,000-node cluster, so it is a flag with a default sized for one, and
+// nonsense is refused naming the flag.
+func TestKubeAPIBudget(t *testing.T) {
+	o := NewOptions()
+	if o.KubeAPIQPS != 50 || o.KubeAPIBurst != 100 {
+		t.Errorf("default kube-api-qps/burst = %v/%d, want 50/100", o.KubeAPIQPS, o.KubeAPIBurst)
+	}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--webhooks=false", "--kube-api-qps=0", "--kube-api-burst=0"}); err != nil {
+		t.Fatal(err)
+	}
+	msg := o.Validate().ToAggregate().Error()
+	for _, want := range []string{"kube-api-qps: Invalid value: 0", "kube-api-burst: Invalid value: 0"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("validation error %q does not name %q", msg, want)
 		}
 	}
 }

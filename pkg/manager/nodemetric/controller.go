@@ -142,6 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
+		WithOptions(manager.PerNodeOptions()).
 		For(&corev1.Node{}, builder.WithPredicates(nodeLifecycleOrLabels())).
 		Watches(&v1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, obj client.Object) []reconcile.Request {

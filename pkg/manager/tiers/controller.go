@@ -157,6 +157,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
+		WithOptions(manager.PerNodeOptions()).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeChanged})).
 		Watches(&v1alpha1.NodeMetric{}, handler.EnqueueRequestsFromMapFunc(toNode)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode),
