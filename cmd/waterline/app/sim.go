@@ -85,6 +85,10 @@ Policies (default: k8s-default, k8s-besteffort, waterline):
   evict-all    waterline whose node QoS acts on every Batch pod of a node at
                a breach, as before precise action
                (docs/design/node-qos.md#precise-action).
+  oracle       k8s-besteffort whose nodes' non-Prod CPU is capped each
+               step, knowing that step's Prod demand, at the most that
+               keeps Prod within its SLO: a reference no agent can reach
+               (docs/design/simulator.md). Not run by default.
 
 Workloads (--workload):
   synthetic    diurnal online services and bursty batch arrivals (the
@@ -116,6 +120,7 @@ charts and the numbers as JSON.`,
 	f.Float64Var(&o.batchLoad, "batch-load", 0, "synthetic workloads: batch CPU demand offered, in percent of the cluster's CPU (0: the default, 60)")
 	f.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar")
+	cmd.AddCommand(newSimSweepCommand())
 	return cmd
 }
 

@@ -1,0 +1,330 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sim
+
+import (
+	"fmt"
+	"slices"
+)
+
+// placedAs is the policy whose scheduler stream (the tie-breaking between
+// equally scored nodes) p draws from. The oracle places exactly as
+// k8s-besteffort does, so that without its cap it is k8s-besteffort to
+// the last pod.
+func (p Policy) placedAs() Policy {
+	if p == PolicyOracle {
+		return PolicyK8sBestEffort
+	}
+	return p
+}
+
+// batchWithoutCPU reports whether the policy's Batch jobs ask for no CPU
+// (cpu.shares 2).
+func (p Policy) batchWithoutCPU() bool { return p == PolicyK8sBestEffort || p == PolicyOracle }
+
+// oracle is PolicyOracle's cap. Each step, on each node, after every pod's
+// demand is known and before CFS shares the node, it holds the node's
+// non-Prod pods to the largest total CPU B for which the harm model puts
+// no more of the node's Prod pods over their SLO than it would with no
+// non-Prod CPU at all (usually none). No agent can do this: it reads the
+// step's Prod demand before the step runs.
+//
+// The cap is shared as a cgroup quota over the non-Prod pods would be,
+// with one refinement in the cap's favour: the pods at two shares, which
+// do not compete with Prod on equal CFS terms (no queueing term in L),
+// get the cap first, by weight; pods with a CPU request (k8s-besteffort's
+// Mid) get what is left. The violations grow with B (more non-Prod CPU
+// raises b, and takes from Prod under contention), so B is found by
+// bisection, to the millicore, evaluating the model exactly as runNode
+// does.
+//
+// Where the cap binds it records what giving it up at that node-step
+// would have added (the non-Prod CPU of the uncapped step) and cost (the
+// Prod pods it would have put over their SLO): OracleResult.Budget spends
+// a harm budget on them.
+type oracle struct {
+	// Scratch: each pod's allowed CPU before the cap, and cfsShare's.
+	orig, demand, weight, got []int64
+	active                    []int
+
+	items     []budgetItem
+	capped    int64 // node-steps where the cap bound
+	prodSteps int64 // node-steps with Prod pods and non-Prod demand
+	nodeSteps int64 // node-steps with Prod pods
+	heldMilli int64 // Σ what the cap held back, millicore-steps
+}
+
+func newOracle(p Policy) *oracle {
+	if p != PolicyOracle {
+		return nil
+	}
+	return &oracle{}
+}
+
+// oracleVerdict is what the harm model says of one node-step with a cap.
+type oracleVerdict struct {
+	violating  int64 // Prod pods over their SLO
+	nonProdUse int64 // millicores
+}
+
+// capNode caps n's non-Prod pods for this step (their allowedCPU; every
+// pod's usageCPU is left equal to its allowedCPU, as runNode's first pass
+// leaves it) and returns the node's new allowed total.
+func (o *oracle) capNode(r *run, n *node, avail int64) int64 {
+	hot := n.hot
+	o.orig = o.orig[:0]
+	var allowed, nonProd, prodPods int64
+	for i := range hot {
+		p := &hot[i]
+		o.orig = append(o.orig, p.allowedCPU)
+		allowed += p.allowedCPU
+		if p.kind == kindService {
+			prodPods++
+		} else {
+			nonProd += p.allowedCPU
+		}
+	}
+	if prodPods == 0 {
+		return allowed
+	}
+	o.nodeSteps++
+	if nonProd == 0 {
+		return allowed
+	}
+	o.prodSteps++
+	full := o.eval(r, n, avail, nonProd)
+	if full.violating == 0 {
+		o.restore(n)
+		return allowed
+	}
+	base := o.eval(r, n, avail, 0)
+	if full.violating <= base.violating {
+		// Prod alone is over the node: no cap helps it.
+		o.restore(n)
+		return allowed
+	}
+	lo, hi, best := int64(0), nonProd, base
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if v := o.eval(r, n, avail, mid); v.violating <= base.violating {
+			lo, best = mid, v
+		} else {
+			hi = mid
+		}
+	}
+	total := o.apply(n, lo)
+	for i := range hot {
+		hot[i].usageCPU = hot[i].allowedCPU
+	}
+	o.capped++
+	o.heldMilli += full.nonProdUse - best.nonProdUse
+	o.items = append(o.items, budgetItem{gain: full.nonProdUse - best.nonProdUse, cost: full.violating - base.violating})
+	return total
+}
+
+// restore puts every pod back at its allowed CPU before the cap.
+func (o *oracle) restore(n *node) {
+	for i := range n.hot {
+		n.hot[i].allowedCPU = o.orig[i]
+		n.hot[i].usageCPU = o.orig[i]
+	}
+}
+
+// eval applies the cap capMilli, shares the node as runNode does and
+// returns the harm model's verdict on the step, computed as runNode
+// computes it.
+func (o *oracle) eval(r *run, n *node, avail, capMilli int64) oracleVerdict {
+	total := o.apply(n, capMilli)
+	hot := n.hot
+	for i := range hot {
+		hot[i].usageCPU = hot[i].allowedCPU
+	}
+	if total > avail {
+		r.shareCPU(n, avail)
+	}
+	h := r.cfg.Harm
+	var prodUse, nonProdUse, competing, prodPods, starved int64
+	for i := range hot {
+		p := &hot[i]
+		u := p.usageCPU
+		if p.kind == kindService {
+			prodUse += u
+			prodPods++
+			if float64(u) < float64(p.wantCPU)*(1-h.StarvedPercent/100) {
+				starved++
+			}
+			continue
+		}
+		nonProdUse += u
+		if p.shares > minShares {
+			competing += u
+		}
+	}
+	v := oracleVerdict{violating: starved, nonProdUse: nonProdUse}
+	if h.latencyFactor(prodUse, nonProdUse, competing, avail, n.spec.CPUMilli) > h.SLOLatencyFactor {
+		v.violating = prodPods
+	}
+	return v
+}
+
+// apply sets the non-Prod pods' allowedCPU to their share of capMilli
+// (the pods at two shares first, by weight, then the others by their
+// cpu.shares), Prod pods' to what they were allowed before the cap, and
+// returns the node's allowed total.
+func (o *oracle) apply(n *node, capMilli int64) int64 {
+	hot := n.hot
+	k := len(hot)
+	if cap(o.demand) < k {
+		o.demand, o.weight, o.got, o.active = make([]int64, k), make([]int64, k), make([]int64, k), make([]int, 0, k)
+	}
+	o.demand, o.weight, o.got = o.demand[:k], o.weight[:k], o.got[:k]
+	var total int64
+	left := capMilli
+	for _, competing := range [2]bool{false, true} {
+		for i := range hot {
+			p := &hot[i]
+			o.demand[i], o.weight[i] = 0, max(p.shares, p.beShares, 1)
+			if p.kind != kindService && (p.shares > minShares) == competing {
+				o.demand[i] = o.orig[i]
+			}
+		}
+		cfsShare(max(left, 0), o.demand, o.weight, o.got, o.active)
+		for i := range hot {
+			p := &hot[i]
+			if p.kind != kindService && (p.shares > minShares) == competing {
+				p.allowedCPU = o.got[i]
+				left -= o.got[i]
+				total += o.got[i]
+			}
+		}
+	}
+	for i := range hot {
+		if p := &hot[i]; p.kind == kindService {
+			p.allowedCPU = o.orig[i]
+			total += o.orig[i]
+		}
+	}
+	return total
+}
+
+// result is the oracle's account for the PolicyResult (nil for other
+// policies).
+func (o *oracle) result(r *run) *OracleResult {
+	if o == nil {
+		return nil
+	}
+	sortItems(o.items)
+	res := &OracleResult{
+		HeldBackCoreHours: milliStepsToCoreHours(float64(o.heldMilli), r.stepSec),
+		prodPodSteps:      r.stats.prodPodSteps,
+		stepSeconds:       r.stepSec,
+		items:             o.items,
+	}
+	if o.nodeSteps > 0 {
+		res.CappedPercent = 100 * float64(o.capped) / float64(o.nodeSteps)
+	}
+	return res
+}
+
+// OracleResult is what PolicyOracle's caps did, beside its Summary (whose
+// Prod SLO-violation time is what no cap could avoid: Prod alone over its
+// node).
+type OracleResult struct {
+	// CappedPercent is the share of node-steps with Prod pods in which the
+	// cap held non-Prod CPU back.
+	CappedPercent float64 `json:"cappedPercent"`
+	// HeldBackCoreHours is Σ, over those node-steps, of what the node's
+	// non-Prod pods would have used in that step without the cap less what
+	// they used, in core-hours: the step-by-step price of zero harm. (The
+	// runs' later steps differ, so it is not the difference of the oracle's
+	// and k8s-besteffort's work.)
+	HeldBackCoreHours float64 `json:"heldBackCoreHours"`
+
+	prodPodSteps int64
+	stepSeconds  int64
+	items        []budgetItem
+}
+
+// Budget is what a harm budget buys: giving up the oracle's cap (or, for
+// Headroom, going over the SLO) on the node-steps where that adds the most
+// non-Prod CPU per Prod pod put over its SLO, until the budget is spent.
+type Budget struct {
+	// HarmPercent is the budget: Prod SLO-violation time, in percent of
+	// Prod pod-time, on top of the harm no policy avoids.
+	HarmPercent float64 `json:"harmPercent"`
+	// ExtraCoreHours is the non-Prod CPU it buys, in core-hours.
+	ExtraCoreHours float64 `json:"extraCoreHours"`
+}
+
+// Budget spends harmPercent of the run's Prod pod-time greedily on the
+// node-steps where the cap bound, best ratio of CPU to harm first, the
+// last one fractionally (so the figure is the linear relaxation's, an
+// upper bound of the all-or-nothing choice). Each node-step is counted as
+// it was in the oracle's run: what the extra CPU would have changed in
+// later steps is not followed.
+func (o *OracleResult) Budget(harmPercent float64) (Budget, error) {
+	if !(harmPercent >= 0 && harmPercent <= 100) {
+		return Budget{}, fmt.Errorf("harm budget %v %%: must be in [0, 100]", harmPercent)
+	}
+	extra := spend(o.items, harmPercent/100*float64(o.prodPodSteps))
+	return Budget{HarmPercent: harmPercent, ExtraCoreHours: milliStepsToCoreHours(extra, o.stepSeconds)}, nil
+}
+
+// budgetItem is one node-step where more non-Prod CPU (gain, millicores
+// for one step) costs harm (cost, Prod pods put over their SLO).
+type budgetItem struct {
+	gain, cost int64
+}
+
+// sortItems orders items by gain per cost, best first; items that cost
+// nothing come first.
+func sortItems(items []budgetItem) {
+	slices.SortFunc(items, func(a, b budgetItem) int {
+		// a.gain/a.cost > b.gain/b.cost, without dividing.
+		l, r := a.gain*b.cost, b.gain*a.cost
+		switch {
+		case l > r:
+			return -1
+		case l < r:
+			return 1
+		}
+		return 0
+	})
+}
+
+// spend takes sorted items in order while their cost fits the budget
+// (pod-steps) and a fraction of the first that does not, and returns the
+// gain, in millicore-steps.
+func spend(items []budgetItem, budget float64) float64 {
+	var gain float64
+	for _, it := range items {
+		if float64(it.cost) <= budget {
+			gain += float64(it.gain)
+			budget -= float64(it.cost)
+			continue
+		}
+		if budget > 0 {
+			gain += float64(it.gain) * budget / float64(it.cost)
+		}
+		break
+	}
+	return gain
+}
+
+func milliStepsToCoreHours(milliSteps float64, stepSeconds int64) float64 {
+	return milliSteps * float64(stepSeconds) / 1000 / 3600
+}
