@@ -184,6 +184,9 @@ type Test struct {
 	// harm and within the budget; HeadroomStarving within the budget when
 	// Prod may be starved where the SLO is given up anyway.
 	HeadroomZero     float64 `json:"headroomZero"`
+	// HeadroomCapacity is the no-harm bound before it is held to the
+	// work the jobs offer (OfferedWork): which of the two binds.
+	HeadroomCapacity float64 `json:"headroomCapacity"`
 	HeadroomBudget   float64 `json:"headroomBudget"`
 	HeadroomStarving float64 `json:"headroomStarving"`
 	OfferedWork      float64 `json:"offeredWork"`
@@ -351,7 +354,7 @@ func sweepOne(pool *pool, o Options, spec string, grid []Setting) (*WorkloadResu
 			return nil, err
 		}
 		ts.HeadroomZero, ts.HeadroomBudget, ts.HeadroomStarving = zero.ServedCoreHours, within.ServedCoreHours, within.StarvingCoreHours
-		ts.OfferedWork = headroom.OfferedCoreHours
+		ts.OfferedWork, ts.HeadroomCapacity = headroom.OfferedCoreHours, headroom.ZeroHarmCoreHours
 	}
 	return wr, nil
 }
