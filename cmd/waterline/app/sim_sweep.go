@@ -105,6 +105,37 @@ func (o sweepOptions) validate() field.ErrorList {
 	if len(o.thresholds) == 0 {
 		errs = append(errs, field.Required(field.NewPath("--thresholds"), "at least one threshold"))
 	}
+	if o.nodes < 4 {
+		errs = append(errs, field.Invalid(field.NewPath("--nodes"), o.nodes, "must be at least 4 (two halves of two)"))
+	}
+	if o.duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("--duration"), o.duration.String(), "must be positive"))
+	}
+	for i, l := range o.throttles {
+		// Restore sits 10 below, evict 10 above (at most 100, and above
+		// the throttle line).
+		if l < 11 || l > 99 {
+			errs = append(errs, field.Invalid(field.NewPath("--throttle-lines").Index(i), l, "must be in [11, 99]"))
+		}
+	}
+	for i, v := range o.thresholds {
+		if v < 1 || v > 100 {
+			errs = append(errs, field.Invalid(field.NewPath("--thresholds").Index(i), v, "must be in [1, 100]"))
+		}
+	}
+	if !(o.budget > 0 && o.budget <= 1) {
+		errs = append(errs, field.Invalid(field.NewPath("--budget-fraction"), o.budget, "must be in (0, 1]"))
+	}
+	seen := map[int64]bool{}
+	for i, s := range o.testSeeds {
+		if seen[s] {
+			errs = append(errs, field.Duplicate(field.NewPath("--test-seeds").Index(i), s))
+		}
+		seen[s] = true
+	}
+	if len(o.testSeeds) == 0 {
+		errs = append(errs, field.Required(field.NewPath("--test-seeds"), "at least one seed"))
+	}
 	if o.parallel < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("--parallel"), o.parallel, "must be at least 0"))
 	}

@@ -183,7 +183,7 @@ type Test struct {
 	// Headroom are the any-policy bounds (Prod served in full) with no
 	// harm and within the budget; HeadroomStarving within the budget when
 	// Prod may be starved where the SLO is given up anyway.
-	HeadroomZero     float64 `json:"headroomZero"`
+	HeadroomZero float64 `json:"headroomZero"`
 	// HeadroomCapacity is the no-harm bound before it is held to the
 	// work the jobs offer (OfferedWork): which of the two binds.
 	HeadroomCapacity float64 `json:"headroomCapacity"`
