@@ -47,10 +47,17 @@ func (p Policy) batchWithoutCPU() bool { return p == PolicyK8sBestEffort || p ==
 // with one refinement in the cap's favour: the pods at two shares, which
 // do not compete with Prod on equal CFS terms (no queueing term in L),
 // get the cap first, by weight; pods with a CPU request (k8s-besteffort's
-// Mid) get what is left. The violations grow with B (more non-Prod CPU
-// raises b, and takes from Prod under contention), so B is found by
-// bisection, to the millicore, evaluating the model exactly as runNode
-// does.
+// Mid) get what is left. B is searched to the millicore, evaluating the
+// model exactly as runNode does: first at the closed-form solution of
+// L = SLO for an uncontended node (checked at B and B + 1), then by
+// bisection when that check fails. While the node is not contended the
+// verdict only worsens as B grows, so there B is the largest clear cap.
+// Past the point where it becomes contended the verdict need not be
+// monotone (CFS may trim Prod by less than StarvedPercent, which lowers ρ
+// and so L), and a larger clear cap may exist that the oracle does not
+// look for: bisecting the whole range instead found 0.2 % more work on
+// the 50-node synthetic day (24 799 against 24 752 core-h) and the same
+// on alibaba at 30 nodes.
 //
 // Where the cap binds it records what giving it up at that node-step
 // would have added (the non-Prod CPU of the uncapped step) and cost (the
@@ -87,13 +94,14 @@ type oracleVerdict struct {
 func (o *oracle) capNode(r *run, n *node, avail int64) int64 {
 	hot := n.hot
 	o.orig = o.orig[:0]
-	var allowed, nonProd, prodPods int64
+	var allowed, nonProd, prodPods, prodWant int64
 	for i := range hot {
 		p := &hot[i]
 		o.orig = append(o.orig, p.allowedCPU)
 		allowed += p.allowedCPU
 		if p.kind == kindService {
 			prodPods++
+			prodWant += p.allowedCPU
 		} else {
 			nonProd += p.allowedCPU
 		}
@@ -111,13 +119,34 @@ func (o *oracle) capNode(r *run, n *node, avail int64) int64 {
 		o.restore(n)
 		return allowed
 	}
-	base := o.eval(r, n, avail, 0)
+	// Prod alone: when it fits the node nothing is starved and L is 1.
+	base := oracleVerdict{}
+	if prodWant > avail {
+		base = o.eval(r, n, avail, 0)
+	}
 	if full.violating <= base.violating {
 		// Prod alone is over the node: no cap helps it.
 		o.restore(n)
 		return allowed
 	}
 	lo, hi, best := int64(0), nonProd, base
+	// Where the node is not contended and no competing pod gets CPU, L is
+	// 1 + κ·(B ÷ C)·ρ: try the B that solves L = SLO first, and bisect
+	// only when the model says otherwise at B or B + 1.
+	if h := r.cfg.Harm; prodWant > 0 && prodWant < avail && h.InterferencePercent > 0 {
+		rho := float64(prodWant) / float64(avail)
+		guess := min(nonProd-1, avail-prodWant, int64((h.SLOLatencyFactor-1)/(h.InterferencePercent/100*rho)*float64(n.spec.CPUMilli)))
+		if guess > 0 {
+			if v := o.eval(r, n, avail, guess); v.violating <= base.violating {
+				lo, best = guess, v
+				if o.eval(r, n, avail, guess+1).violating > base.violating {
+					hi = guess + 1
+				}
+			} else {
+				hi = guess
+			}
+		}
+	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		if v := o.eval(r, n, avail, mid); v.violating <= base.violating {

@@ -42,6 +42,7 @@ type sweepOptions struct {
 	budget     float64
 	parallel   int
 	output     string
+	jsonOut    string
 	progress   bool
 }
 
@@ -52,7 +53,7 @@ func newSimSweepCommand() *cobra.Command {
 		duration:   24 * time.Hour,
 		trainSeed:  1,
 		testSeeds:  []int64{1, 2, 3},
-		throttles:  []int32{70, 75, 80, 85, 90},
+		throttles:  []int32{70, 75, 80, 90},
 		thresholds: []int32{65, 75, 85, 95},
 		budget:     0.1,
 		output:     "markdown",
@@ -87,6 +88,7 @@ chosen setting.`,
 	f.Float64Var(&o.budget, "budget-fraction", o.budget, "harm budget as a share of the stronger baseline's harm, (0, 1]")
 	f.IntVar(&o.parallel, "parallel", 0, "simulations at once (0: GOMAXPROCS)")
 	f.StringVarP(&o.output, "output", "o", o.output, "stdout format: markdown or json")
+	f.StringVar(&o.jsonOut, "json-out", "", "also write the result as JSON to this file")
 	f.BoolVar(&o.progress, "progress", false, "report each simulation on stderr as it finishes")
 	return cmd
 }
@@ -178,6 +180,19 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, o sweepOptions) err
 	res, err := sweep.Run(ctx, so)
 	if err != nil {
 		return err
+	}
+	if o.jsonOut != "" {
+		f, err := os.Create(o.jsonOut)
+		if err != nil {
+			return fmt.Errorf("writing --json-out: %w", err)
+		}
+		err = sweep.WriteJSON(f, res)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing --json-out %s: %w", o.jsonOut, err)
+		}
 	}
 	if o.output == "json" {
 		return sweep.WriteJSON(stdout, res)

@@ -83,18 +83,19 @@ func WriteMarkdown(w io.Writer, res *Result) error {
 		"Work is batch+mid core-hours ÷ the stronger baseline's on the same half and seed; harm is Prod SLO-violation time; "+
 		"the budget is %.0f %% of the stronger baseline's harm. Mean over the test seeds, (min–max).\n\n",
 		o.TrainSeed, strings.Join(seeds, ", "), o.Nodes, o.Duration, 100*o.BudgetFraction)
-	b.WriteString("| workload | stronger baseline: work, harm | budget | bound, any policy: no harm / within budget | oracle: no harm / within budget | waterline, defaults: work, harm | waterline, chosen: work, harm | chosen setting |\n")
+	b.WriteString("| workload | stronger baseline: work, harm | budget | bound, any policy: no harm / within budget / within budget, Prod starved where over | oracle: no harm / within budget | waterline, defaults: work, harm | waterline, chosen: work, harm | chosen setting |\n")
 	b.WriteString("|---|---|---:|---|---|---|---|---|\n")
 	for i := range res.Workloads {
 		wr := &res.Workloads[i]
 		ts := wr.Tests
-		fmt.Fprintf(&b, "| %s | %s core-h, %s | %s | ×%s / ×%s | ×%s / ×%s | ×%s, %s | ×%s, %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s core-h, %s | %s | ×%s / ×%s / ×%s | ×%s / ×%s | ×%s, %s | ×%s, %s | %s |\n",
 			wr.Workload,
 			over(ts, func(t *Test) float64 { return t.stronger().WorkCoreHours }).format("", 0),
 			over(ts, func(t *Test) float64 { return t.stronger().HarmPercent }).format(" %", 2),
 			over(ts, func(t *Test) float64 { return t.BudgetPercent }).format(" %", 2),
 			ratio(ts, func(t *Test) float64 { return t.HeadroomZero }).format("", 2),
 			ratio(ts, func(t *Test) float64 { return t.HeadroomBudget }).format("", 2),
+			ratio(ts, func(t *Test) float64 { return t.HeadroomStarving }).format("", 2),
 			ratio(ts, func(t *Test) float64 { return t.Oracle.WorkCoreHours }).format("", 2),
 			ratio(ts, func(t *Test) float64 { return t.OracleBudgetWork }).format("", 2),
 			ratio(ts, func(t *Test) float64 { return t.WaterlineDefault.WorkCoreHours }).format("", 2),

@@ -60,7 +60,7 @@ type Options struct {
 	// node or job with its even half). Default 1, 2, 3.
 	TestSeeds []int64 `json:"testSeeds"`
 	// Grid are the settings tried on the train half. The defaults
-	// (DefaultSetting) are always tried too. Default Grid({70, 75, 80, 85,
+	// (DefaultSetting) are always tried too. Default Grid({70, 75, 80,
 	// 90}, {65, 75, 85, 95}).
 	Grid []Setting `json:"grid"`
 	// BudgetFraction is the harm budget as a share of the stronger
@@ -93,7 +93,7 @@ func (o Options) WithDefaults() Options {
 		o.TestSeeds = []int64{1, 2, 3}
 	}
 	if len(o.Grid) == 0 {
-		o.Grid = Grid([]int32{70, 75, 80, 85, 90}, []int32{65, 75, 85, 95})
+		o.Grid = Grid([]int32{70, 75, 80, 90}, []int32{65, 75, 85, 95})
 	}
 	if o.BudgetFraction == 0 {
 		o.BudgetFraction = 0.1
