@@ -177,7 +177,8 @@ type Test struct {
 	Stronger      sim.Policy `json:"stronger"`
 	BudgetPercent float64    `json:"budgetPercent"`
 	// Oracle is the oracle policy's run (its harm is what Prod does to
-	// itself); OracleBudget its work plus what the harm budget buys.
+	// itself); OracleBudgetWork its work plus what the harm budget buys
+	// (OracleResult.Budget), at most OfferedWork.
 	Oracle           Figures `json:"oracle"`
 	OracleBudgetWork float64 `json:"oracleBudgetWork"`
 	// Headroom are the any-policy bounds (Prod served in full) with no
@@ -344,7 +345,6 @@ func sweepOne(pool *pool, o Options, spec string, grid []Setting) (*WorkloadResu
 		if err != nil {
 			return nil, err
 		}
-		ts.OracleBudgetWork = ts.Oracle.WorkCoreHours + b.ExtraCoreHours
 		zero, err := headroom.Bound(0)
 		if err != nil {
 			return nil, err
@@ -355,6 +355,9 @@ func sweepOne(pool *pool, o Options, spec string, grid []Setting) (*WorkloadResu
 		}
 		ts.HeadroomZero, ts.HeadroomBudget, ts.HeadroomStarving = zero.ServedCoreHours, within.ServedCoreHours, within.StarvingCoreHours
 		ts.OfferedWork, ts.HeadroomCapacity = headroom.OfferedCoreHours, headroom.ZeroHarmCoreHours
+		// The budget's CPU is counted step by step; no policy runs more
+		// than the jobs offer.
+		ts.OracleBudgetWork = min(ts.Oracle.WorkCoreHours+b.ExtraCoreHours, ts.OfferedWork)
 	}
 	return wr, nil
 }
