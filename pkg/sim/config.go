@@ -155,6 +155,10 @@ type Config struct {
 	// Harm is the model of what co-running work costs the online (Prod)
 	// services. Default DefaultHarm().
 	Harm *Harm
+	// OracleHarmBudgetPercent is the harm budget, in percent of Prod
+	// pod-time, that the oracle policy's budget figure spends
+	// (OracleResult.Budget), in [0, 100]; 0 is none. Default 0.
+	OracleHarmBudgetPercent float64
 	// ChartPoints is how many points the time series of the result have,
 	// in [2, 10000]. Default 288 (5 minutes each over 24 h).
 	ChartPoints int
@@ -329,6 +333,9 @@ func (c *Config) Validate() field.ErrorList {
 	}
 	if c.Harm != nil {
 		errs = append(errs, c.Harm.validate(root.Child("harm"))...)
+	}
+	if !(c.OracleHarmBudgetPercent >= 0 && c.OracleHarmBudgetPercent <= 100) {
+		errs = append(errs, field.Invalid(root.Child("oracleHarmBudgetPercent"), c.OracleHarmBudgetPercent, "must be in [0, 100]"))
 	}
 	if c.ChartPoints < 2 || c.ChartPoints > 10000 {
 		errs = append(errs, field.Invalid(root.Child("chartPoints"), c.ChartPoints, "must be in [2, 10000]"))

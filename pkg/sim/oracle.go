@@ -16,10 +16,7 @@ limitations under the License.
 
 package sim
 
-import (
-	"fmt"
-	"slices"
-)
+import "slices"
 
 // placedAs is the policy whose scheduler stream (the tie-breaking between
 // equally scored nodes) p draws from. The oracle places exactly as
@@ -256,15 +253,14 @@ func (o *oracle) result(r *run) *OracleResult {
 	if o == nil {
 		return nil
 	}
-	sortItems(o.items)
-	res := &OracleResult{
-		HeldBackCoreHours: milliStepsToCoreHours(float64(o.heldMilli), r.stepSec),
-		prodPodSteps:      r.stats.prodPodSteps,
-		stepSeconds:       r.stepSec,
-		items:             o.items,
-	}
+	res := &OracleResult{HeldBackCoreHours: milliStepsToCoreHours(float64(o.heldMilli), r.stepSec)}
 	if o.nodeSteps > 0 {
 		res.CappedPercent = 100 * float64(o.capped) / float64(o.nodeSteps)
+	}
+	if pct := r.cfg.OracleHarmBudgetPercent; pct > 0 {
+		sortItems(o.items)
+		extra := spend(o.items, pct/100*float64(r.stats.prodPodSteps))
+		res.Budget = &Budget{HarmPercent: pct, ExtraCoreHours: milliStepsToCoreHours(extra, r.stepSec)}
 	}
 	return res
 }
@@ -282,35 +278,23 @@ type OracleResult struct {
 	// runs' later steps differ, so it is not the difference of the oracle's
 	// and k8s-besteffort's work.)
 	HeldBackCoreHours float64 `json:"heldBackCoreHours"`
-
-	prodPodSteps int64
-	stepSeconds  int64
-	items        []budgetItem
+	// Budget is what Config.OracleHarmBudgetPercent buys, when set.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
-// Budget is what a harm budget buys: giving up the oracle's cap (or, for
-// Headroom, going over the SLO) on the node-steps where that adds the most
-// non-Prod CPU per Prod pod put over its SLO, until the budget is spent.
+// Budget is what a harm budget buys: giving up the oracle's cap on the
+// node-steps where that adds the most non-Prod CPU per Prod pod put over
+// its SLO, best ratio first and the last one fractionally (so the figure
+// is the linear relaxation's, an upper bound of the all-or-nothing
+// choice), until the budget is spent. Each node-step is counted as it was
+// in the oracle's run: what the extra CPU would have changed in later
+// steps is not followed.
 type Budget struct {
 	// HarmPercent is the budget: Prod SLO-violation time, in percent of
 	// Prod pod-time, on top of the harm no policy avoids.
 	HarmPercent float64 `json:"harmPercent"`
 	// ExtraCoreHours is the non-Prod CPU it buys, in core-hours.
 	ExtraCoreHours float64 `json:"extraCoreHours"`
-}
-
-// Budget spends harmPercent of the run's Prod pod-time greedily on the
-// node-steps where the cap bound, best ratio of CPU to harm first, the
-// last one fractionally (so the figure is the linear relaxation's, an
-// upper bound of the all-or-nothing choice). Each node-step is counted as
-// it was in the oracle's run: what the extra CPU would have changed in
-// later steps is not followed.
-func (o *OracleResult) Budget(harmPercent float64) (Budget, error) {
-	if !(harmPercent >= 0 && harmPercent <= 100) {
-		return Budget{}, fmt.Errorf("harm budget %v %%: must be in [0, 100]", harmPercent)
-	}
-	extra := spend(o.items, harmPercent/100*float64(o.prodPodSteps))
-	return Budget{HarmPercent: harmPercent, ExtraCoreHours: milliStepsToCoreHours(extra, o.stepSeconds)}, nil
 }
 
 // budgetItem is one node-step where more non-Prod CPU (gain, millicores

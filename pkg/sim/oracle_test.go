@@ -18,6 +18,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,21 +76,27 @@ func TestOracleCapByHand(t *testing.T) {
 	if got, want := or.Oracle.HeldBackCoreHours, 119*10.0/3600; math.Abs(got-want) > 1e-9 {
 		t.Errorf("oracle: held back %v core-h, want %v", got, want)
 	}
-	// A budget of 10 % of web's 120 steps gives the cap up on 12 of them:
-	// 12 × 1000m × 10 s.
-	b, err := or.Oracle.Budget(10)
-	if err != nil {
-		t.Fatal(err)
+	// A budget of 10 % of web's 120 steps gives the cap up on 12 of them
+	// (12 × 1000m × 10 s); 5 % on 6.
+	for _, tc := range []struct{ pct, steps float64 }{{10, 12}, {5, 6}} {
+		res, err := Run(t.Context(), Config{Policies: []Policy{PolicyOracle}, OracleHarmBudgetPercent: tc.pct}, oneBurst())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := res.Policies[0].Oracle.Budget
+		if b == nil {
+			t.Fatalf("a %v %% budget: no budget figure", tc.pct)
+		}
+		if want := tc.steps * 10 / 3600; b.HarmPercent != tc.pct || math.Abs(b.ExtraCoreHours-want) > 1e-9 {
+			t.Errorf("a %v %% budget: %+v, want %v extra core-h", tc.pct, *b, want)
+		}
 	}
-	if want := 12 * 10.0 / 3600; math.Abs(b.ExtraCoreHours-want) > 1e-9 {
-		t.Errorf("oracle at a 10 %% budget: %v extra core-h, want %v", b.ExtraCoreHours, want)
+	if or.Oracle.Budget != nil {
+		t.Errorf("no budget asked for, got %+v", *or.Oracle.Budget)
 	}
-	// And 5 % is 6 steps, all whole.
-	if b, _ := or.Oracle.Budget(5); math.Abs(b.ExtraCoreHours-6*10.0/3600) > 1e-9 {
-		t.Errorf("oracle at a 5 %% budget: %v extra core-h, want %v", b.ExtraCoreHours, 6*10.0/3600)
-	}
-	if _, err := or.Oracle.Budget(101); err == nil {
-		t.Error("a 101 % budget: want an error")
+	bad := Config{OracleHarmBudgetPercent: 101}.WithDefaults()
+	if errs := bad.Validate(); len(errs) != 1 || !strings.Contains(errs.ToAggregate().Error(), "config.oracleHarmBudgetPercent: Invalid value: 101") {
+		t.Errorf("a 101 %% budget: errors %v, want one naming config.oracleHarmBudgetPercent", errs)
 	}
 	if be.Oracle != nil {
 		t.Errorf("k8s-besteffort carries an OracleResult: %+v", be.Oracle)

@@ -178,7 +178,7 @@ type Test struct {
 	BudgetPercent float64    `json:"budgetPercent"`
 	// Oracle is the oracle policy's run (its harm is what Prod does to
 	// itself); OracleBudgetWork its work plus what the harm budget buys
-	// (OracleResult.Budget), at most OfferedWork.
+	// (sim.OracleResult.Budget), at most OfferedWork.
 	Oracle           Figures `json:"oracle"`
 	OracleBudgetWork float64 `json:"oracleBudgetWork"`
 	// Headroom are the any-policy bounds (Prod served in full) with no
@@ -224,7 +224,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	o.Grid = grid[1:]
 	res := &Result{Options: o}
-	pool := newPool(ctx, o.Parallel, o.Progress, len(o.Workloads)*(len(grid)+1+len(o.TestSeeds)*4))
+	pool := newPool(ctx, o.Parallel, o.Progress, len(o.Workloads)*(len(grid)+1+len(o.TestSeeds)*5))
 	for _, spec := range o.Workloads {
 		wr, err := sweepOne(pool, o, spec, grid)
 		if err != nil {
@@ -288,25 +288,29 @@ func sweepOne(pool *pool, o Options, spec string, grid []Setting) (*WorkloadResu
 	}
 	chosen := t.Points[t.Chosen].Setting
 
-	// The test halves.
+	// The test halves: the baselines, the bound and Waterline first, then
+	// the oracle, whose budget figure spends a share of the stronger
+	// baseline's harm.
 	wr.Tests = make([]Test, len(o.TestSeeds))
+	halves := make([]*workload.Workload, len(o.TestSeeds))
+	plain := make([]*sim.Result, len(o.TestSeeds))
+	headroom := make([]*sim.Headroom, len(o.TestSeeds))
 	for k, seed := range o.TestSeeds {
 		w, err := load(seed, Odd)
 		if err != nil {
 			return nil, err
 		}
+		halves[k] = w
 		ts := &wr.Tests[k]
 		ts.Seed = seed
-		var plain *sim.Result
-		pool.start(fmt.Sprintf("%s test seed %d: baselines and oracle", spec, seed), func(ctx context.Context) error {
-			r, err := sim.Run(ctx, sim.Config{Seed: seed, Policies: []sim.Policy{sim.PolicyK8sDefault, sim.PolicyK8sBestEffort, sim.PolicyOracle}}, w)
-			plain = r
+		pool.start(fmt.Sprintf("%s test seed %d: baselines", spec, seed), func(ctx context.Context) error {
+			r, err := sim.Run(ctx, sim.Config{Seed: seed, Policies: []sim.Policy{sim.PolicyK8sDefault, sim.PolicyK8sBestEffort}}, w)
+			plain[k] = r
 			return err
 		})
-		var headroom *sim.Headroom
 		pool.start(fmt.Sprintf("%s test seed %d: headroom", spec, seed), func(context.Context) error {
 			h, err := sim.NewHeadroom(w, sim.Config{Seed: seed})
-			headroom = h
+			headroom[k] = h
 			return err
 		})
 		runs := []struct {
@@ -331,33 +335,45 @@ func sweepOne(pool *pool, o Options, spec string, grid []Setting) (*WorkloadResu
 				return nil
 			})
 		}
-		if err := pool.wait(); err != nil {
-			return nil, err
-		}
+	}
+	if err := pool.wait(); err != nil {
+		return nil, err
+	}
+	for k := range wr.Tests {
+		ts := &wr.Tests[k]
 		if chosen == grid[0] {
 			ts.WaterlineChosen = ts.WaterlineDefault
 		}
-		ts.K8sDefault, ts.K8sBestEffort = figures(&plain.Policies[0].Summary), figures(&plain.Policies[1].Summary)
+		ts.K8sDefault, ts.K8sBestEffort = figures(&plain[k].Policies[0].Summary), figures(&plain[k].Policies[1].Summary)
 		ts.Stronger, ts.BudgetPercent = budget(ts.K8sDefault, ts.K8sBestEffort, o.BudgetFraction)
-		or := &plain.Policies[2]
-		ts.Oracle = figures(&or.Summary)
-		b, err := or.Oracle.Budget(ts.BudgetPercent)
+		zero, err := headroom[k].Bound(0)
 		if err != nil {
 			return nil, err
 		}
-		zero, err := headroom.Bound(0)
-		if err != nil {
-			return nil, err
-		}
-		within, err := headroom.Bound(ts.BudgetPercent)
+		within, err := headroom[k].Bound(ts.BudgetPercent)
 		if err != nil {
 			return nil, err
 		}
 		ts.HeadroomZero, ts.HeadroomBudget, ts.HeadroomStarving = zero.ServedCoreHours, within.ServedCoreHours, within.StarvingCoreHours
-		ts.OfferedWork, ts.HeadroomCapacity = headroom.OfferedCoreHours, headroom.ZeroHarmCoreHours
-		// The budget's CPU is counted step by step; no policy runs more
-		// than the jobs offer.
-		ts.OracleBudgetWork = min(ts.Oracle.WorkCoreHours+b.ExtraCoreHours, ts.OfferedWork)
+		ts.OfferedWork, ts.HeadroomCapacity = headroom[k].OfferedCoreHours, headroom[k].ZeroHarmCoreHours
+		pool.start(fmt.Sprintf("%s test seed %d: oracle", spec, ts.Seed), func(ctx context.Context) error {
+			r, err := sim.Run(ctx, sim.Config{Seed: ts.Seed, Policies: []sim.Policy{sim.PolicyOracle}, OracleHarmBudgetPercent: ts.BudgetPercent}, halves[k])
+			if err != nil {
+				return err
+			}
+			or := &r.Policies[0]
+			ts.Oracle = figures(&or.Summary)
+			// The budget's CPU is counted step by step; no policy runs
+			// more than the jobs offer.
+			ts.OracleBudgetWork = ts.Oracle.WorkCoreHours
+			if b := or.Oracle.Budget; b != nil {
+				ts.OracleBudgetWork = min(ts.Oracle.WorkCoreHours+b.ExtraCoreHours, ts.OfferedWork)
+			}
+			return nil
+		})
+	}
+	if err := pool.wait(); err != nil {
+		return nil, err
 	}
 	return wr, nil
 }
