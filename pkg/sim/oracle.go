@@ -16,7 +16,11 @@ limitations under the License.
 
 package sim
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/waterline-dev/waterline/pkg/core/qos"
+)
 
 // placedAs is the policy whose scheduler stream (the tie-breaking between
 // equally scored nodes) p draws from. The oracle places exactly as
@@ -56,7 +60,9 @@ func (p Policy) batchWithoutCPU() bool { return p == PolicyK8sBestEffort || p ==
 // the 50-node synthetic day (24 799 against 24 752 core-h) and the same
 // on alibaba at 30 nodes.
 //
-// Where the cap binds it records what giving it up at that node-step
+// The cap is applied as a CPU quota on each pod it holds back, the way
+// node QoS throttles, so the "throttled" figures of an oracle run are the
+// cap's. Where the cap binds it records what giving it up at that node-step
 // would have added (the non-Prod CPU of the uncapped step) and cost (the
 // Prod pods it would have put over their SLO): OracleResult.Budget spends
 // a harm budget on them.
@@ -85,36 +91,50 @@ type oracleVerdict struct {
 	nonProdUse int64 // millicores
 }
 
-// capNode caps n's non-Prod pods for this step (their allowedCPU; every
-// pod's usageCPU is left equal to its allowedCPU, as runNode's first pass
-// leaves it) and returns the node's new allowed total.
-func (o *oracle) capNode(r *run, n *node, avail int64) int64 {
+// capNode caps n's non-Prod pods for the step starting at sec: it sets
+// the CPU quota of each pod the cap holds back (the quota runNode applies,
+// as it applies node QoS's; n.throttled counts them) and lifts last
+// step's. It runs before runNode computes the step, on the same demand.
+func (o *oracle) capNode(r *run, n *node, sec int64) {
 	hot := n.hot
 	o.orig = o.orig[:0]
-	var allowed, nonProd, prodPods, prodWant int64
+	var nonProd, prodPods, prodWant int64
 	for i := range hot {
 		p := &hot[i]
-		o.orig = append(o.orig, p.allowedCPU)
-		allowed += p.allowedCPU
+		if p.quota != qos.NoQuota {
+			p.quota = qos.NoQuota
+			n.throttled--
+		}
+		// What runNode will compute: the oracle's pods have no band cap
+		// and, but for the oracle's, no quota.
+		d := p.jobCPU
+		if p.svc != nil {
+			d = p.svc.CPUDemandMilli(r.w, sec)
+		}
+		if p.cpuLimit > 0 && d > p.cpuLimit {
+			d = p.cpuLimit
+		}
+		p.wantCPU = d
+		o.orig = append(o.orig, d)
 		if p.kind == kindService {
 			prodPods++
-			prodWant += p.allowedCPU
+			prodWant += d
 		} else {
-			nonProd += p.allowedCPU
+			nonProd += d
 		}
 	}
 	if prodPods == 0 {
-		return allowed
+		return
 	}
 	o.nodeSteps++
 	if nonProd == 0 {
-		return allowed
+		return
 	}
 	o.prodSteps++
+	avail := max(n.spec.CPUMilli-n.spec.SystemCPUMilli, 0)
 	full := o.eval(r, n, avail, nonProd)
 	if full.violating == 0 {
-		o.restore(n)
-		return allowed
+		return
 	}
 	// Prod alone: when it fits the node nothing is starved and L is 1.
 	base := oracleVerdict{}
@@ -123,8 +143,7 @@ func (o *oracle) capNode(r *run, n *node, avail int64) int64 {
 	}
 	if full.violating <= base.violating {
 		// Prod alone is over the node: no cap helps it.
-		o.restore(n)
-		return allowed
+		return
 	}
 	lo, hi, best := int64(0), nonProd, base
 	// Where the node is not contended and no competing pod gets CPU, L is
@@ -152,22 +171,16 @@ func (o *oracle) capNode(r *run, n *node, avail int64) int64 {
 			hi = mid
 		}
 	}
-	total := o.apply(n, lo)
+	o.apply(n, lo)
 	for i := range hot {
-		hot[i].usageCPU = hot[i].allowedCPU
+		if p := &hot[i]; p.kind != kindService && p.allowedCPU < o.orig[i] {
+			p.quota = p.allowedCPU
+			n.throttled++
+		}
 	}
 	o.capped++
 	o.heldMilli += full.nonProdUse - best.nonProdUse
 	o.items = append(o.items, budgetItem{gain: full.nonProdUse - best.nonProdUse, cost: full.violating - base.violating})
-	return total
-}
-
-// restore puts every pod back at its allowed CPU before the cap.
-func (o *oracle) restore(n *node) {
-	for i := range n.hot {
-		n.hot[i].allowedCPU = o.orig[i]
-		n.hot[i].usageCPU = o.orig[i]
-	}
 }
 
 // eval applies the cap capMilli, shares the node as runNode does and

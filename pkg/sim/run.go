@@ -566,6 +566,9 @@ func (r *run) oneStep() error {
 // inside it (from its tier request). Then it records what Prod got and
 // the harm model's latency for it.
 func (r *run) runNode(n *node, sec int64) {
+	if r.oracle != nil {
+		r.oracle.capNode(r, n, sec)
+	}
 	if n.bandDirty {
 		r.splitBandCaps(n)
 	}
@@ -597,9 +600,6 @@ func (r *run) runNode(n *node, sec int64) {
 		}
 	}
 	avail := max(n.spec.CPUMilli-n.spec.SystemCPUMilli, 0)
-	if r.oracle != nil {
-		allowed = r.oracle.capNode(r, n, avail)
-	}
 	if allowed > avail {
 		r.shareCPU(n, avail)
 	}
