@@ -108,6 +108,7 @@ charts and the numbers as JSON.`,
 			return runSim(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, commandLine(cmd))
 		},
 	}
+	cmd.AddCommand(newSimSweepCommand())
 	f := cmd.Flags()
 	f.StringVar(&o.workload, "workload", o.workload, "synthetic, alibaba, openb, bitbrains, or a path to a trace or a JSON file of synthetic parameters")
 	f.IntVar(&o.nodes, "nodes", o.nodes, "number of nodes (≥ 1)")
@@ -120,7 +121,6 @@ charts and the numbers as JSON.`,
 	f.Float64Var(&o.batchLoad, "batch-load", 0, "synthetic workloads: batch CPU demand offered, in percent of the cluster's CPU (0: the default, 60)")
 	f.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar")
-	cmd.AddCommand(newSimSweepCommand())
 	return cmd
 }
 
