@@ -61,10 +61,17 @@ const (
 	// of them -- as agents did before precise action
 	// (docs/design/node-qos.md#precise-action): the baseline for over-action.
 	PolicyEvictAll Policy = "evict-all"
+	// PolicyOracle is k8s-besteffort with a cap no real node can set: each
+	// step, knowing that step's Prod demand, it holds each node's non-Prod
+	// CPU at the most that keeps every Prod pod of the node within its SLO
+	// under the harm model (oracle.go). It measures how much of
+	// k8s-besteffort's work is reachable without harm with that placement;
+	// docs/design/simulator.md says what it bounds and what it does not.
+	PolicyOracle Policy = "oracle"
 )
 
 // Policies lists every policy, in the order reports show them.
-var Policies = []Policy{PolicyK8sDefault, PolicyK8sBestEffort, PolicyWaterline, PolicyEvictAll}
+var Policies = []Policy{PolicyK8sDefault, PolicyK8sBestEffort, PolicyWaterline, PolicyEvictAll, PolicyOracle}
 
 // DefaultPolicies are the policies a Config without Policies compares:
 // both plain-Kubernetes baselines and Waterline.
@@ -72,10 +79,10 @@ var DefaultPolicies = []Policy{PolicyK8sDefault, PolicyK8sBestEffort, PolicyWate
 
 // colocated reports whether the policy runs Waterline's tiers, LoadAware,
 // prediction and node QoS.
-func (p Policy) colocated() bool { return p != PolicyK8sDefault && p != PolicyK8sBestEffort }
+func (p Policy) colocated() bool { return p == PolicyWaterline || p == PolicyEvictAll }
 
 // Baseline reports whether the policy is plain Kubernetes.
-func (p Policy) Baseline() bool { return !p.colocated() }
+func (p Policy) Baseline() bool { return p == PolicyK8sDefault || p == PolicyK8sBestEffort }
 
 // EvictedWork says what becomes of the work of an evicted job.
 type EvictedWork string
@@ -153,6 +160,10 @@ type Config struct {
 	// Harm is the model of what co-running work costs the online (Prod)
 	// services. Default DefaultHarm().
 	Harm *Harm
+	// OracleHarmBudgetPercent is the harm budget, in percent of Prod
+	// pod-time, that the oracle policy's budget figure spends
+	// (OracleResult.Budget), in [0, 100]; 0 is none. Default 0.
+	OracleHarmBudgetPercent float64
 	// ChartPoints is how many points the time series of the result have,
 	// in [2, 10000]. Default 288 (5 minutes each over 24 h).
 	ChartPoints int
@@ -337,6 +348,9 @@ func (c *Config) Validate() field.ErrorList {
 	}
 	if c.Harm != nil {
 		errs = append(errs, c.Harm.validate(root.Child("harm"))...)
+	}
+	if !(c.OracleHarmBudgetPercent >= 0 && c.OracleHarmBudgetPercent <= 100) {
+		errs = append(errs, field.Invalid(root.Child("oracleHarmBudgetPercent"), c.OracleHarmBudgetPercent, "must be in [0, 100]"))
 	}
 	if c.ChartPoints < 2 || c.ChartPoints > 10000 {
 		errs = append(errs, field.Invalid(root.Child("chartPoints"), c.ChartPoints, "must be in [2, 10000]"))

@@ -55,6 +55,8 @@ type PolicyResult struct {
 	Policy  Policy  `json:"policy"`
 	Summary Summary `json:"summary"`
 	Series  Series  `json:"series"`
+	// Oracle is what the oracle policy's caps did (PolicyOracle only).
+	Oracle *OracleResult `json:"oracle,omitempty"`
 }
 
 // Summary holds a policy's figures over the whole run.

@@ -88,6 +88,8 @@ type run struct {
 	jobTemplates map[jobKey]*jobTemplate
 
 	stats *collector
+	// oracle caps non-Prod CPU for PolicyOracle (nil otherwise).
+	oracle *oracle
 }
 
 // jobState is what became of one job of the workload.
@@ -114,7 +116,8 @@ func newRun(cfg *Config, w *workload.Workload, p Policy) (*run, error) {
 		standIns:     map[standInKey]*corev1.Pod{},
 		profileOf:    map[string]*v1alpha1.ColocationProfile{},
 		jobTemplates: map[jobKey]*jobTemplate{},
-		sched:        scheduler{rng: rand.New(rand.NewPCG(uint64(cfg.Seed), policySeed(p)))},
+		sched:        scheduler{rng: rand.New(rand.NewPCG(uint64(cfg.Seed), policySeed(p.placedAs())))},
+		oracle:       newOracle(p),
 	}
 	r.qosEvery = int(cfg.QoSInterval / cfg.Step)
 	r.retryEvery = int(cfg.RetryInterval / cfg.Step)
@@ -424,7 +427,7 @@ func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 			corev1.ResourceMemory: *resource.NewQuantity(memory, resource.BinarySI),
 		}
 		obj := r.podObject(ns, name, rl, rl.DeepCopy())
-		if r.policy == PolicyK8sBestEffort && ns == NamespaceBatch {
+		if r.policy.batchWithoutCPU() && ns == NamespaceBatch {
 			// No CPU request or limit: cpu.shares 2, and no CPU counted
 			// by the scheduler. Memory stays requested (and limited), or
 			// the scheduler would pile pods onto nodes until the kernel
@@ -534,7 +537,7 @@ func (r *run) Run(ctx context.Context) error {
 
 // result is the policy's outcome once Run returned.
 func (r *run) result() PolicyResult {
-	return PolicyResult{Policy: r.policy, Summary: r.stats.finish(), Series: r.stats.series}
+	return PolicyResult{Policy: r.policy, Summary: r.stats.finish(), Series: r.stats.series, Oracle: r.oracle.result(r)}
 }
 
 // oneStep is one step of virtual time: jobs arrive, every node runs its
@@ -589,6 +592,9 @@ func (r *run) oneStep() error {
 // inside it (from its tier request). Then it records what Prod got and
 // the harm model's latency for it.
 func (r *run) runNode(n *node, sec int64) {
+	if r.oracle != nil {
+		r.oracle.capNode(r, n, sec)
+	}
 	if n.bandDirty {
 		r.splitBandCaps(n)
 	}

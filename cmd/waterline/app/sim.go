@@ -89,6 +89,10 @@ Policies (default: k8s-default, k8s-besteffort, waterline):
   evict-all    waterline whose node QoS acts on every Batch pod of a node at
                a breach, as before precise action
                (docs/design/node-qos.md#precise-action).
+  oracle       k8s-besteffort whose nodes' non-Prod CPU is capped each
+               step, knowing that step's Prod demand, at the most that
+               keeps Prod within its SLO: a reference no agent can reach
+               (docs/design/simulator.md). Not run by default.
 
 Workloads (--workload):
   synthetic    diurnal online services and bursty batch arrivals (the
@@ -108,6 +112,7 @@ charts and the numbers as JSON.`,
 			return runSim(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, commandLine(cmd))
 		},
 	}
+	cmd.AddCommand(newSimSweepCommand())
 	f := cmd.Flags()
 	f.StringVar(&o.workload, "workload", o.workload, "synthetic, alibaba, openb, bitbrains, or a path to a trace or a JSON file of synthetic parameters")
 	f.IntVar(&o.nodes, "nodes", o.nodes, "number of nodes (≥ 1)")

@@ -1,0 +1,85 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package app
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/waterline-dev/waterline/pkg/sim/sweep"
+)
+
+func TestSimSweepFlagValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string // each must appear in the error
+	}{
+		{"output", []string{"-o=table"}, []string{`--output: Unsupported value: "table"`}},
+		{"nodes", []string{"--nodes=3"}, []string{"--nodes: Invalid value: 3"}},
+		{"throttle line", []string{"--throttle-lines=70,100"}, []string{"--throttle-lines[1]: Invalid value: 100"}},
+		{"threshold", []string{"--thresholds=0"}, []string{"--thresholds[0]: Invalid value: 0"}},
+		{"budget", []string{"--budget-fraction=2"}, []string{"--budget-fraction: Invalid value: 2"}},
+		{"seeds", []string{"--test-seeds=1,1"}, []string{"--test-seeds[1]: Duplicate value: 1"}},
+		{"workload", []string{"--workloads=synthetic,/no/such/trace"}, []string{`--workloads[1]: Invalid value: "/no/such/trace"`}},
+		{"all at once", []string{"--nodes=1", "-o=xml", "--duration=15s"}, []string{"--nodes", "--output", "--duration"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := runSimCmd(t, append([]string{"sweep"}, tt.args...)...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestSimSweepRuns: a tiny sweep prints its verdict table and, as JSON,
+// the defaults as the first point of the train grid and a test per seed.
+func TestSimSweepRuns(t *testing.T) {
+	args := []string{"sweep", "--workloads=synthetic", "--nodes=6", "--duration=1h", "--test-seeds=1,2",
+		"--throttle-lines=80", "--thresholds=85"}
+	out, _, err := runSimCmd(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| workload | stronger baseline", "| synthetic |", "#### synthetic", "(defaults)", "(chosen)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = runSimCmd(t, append(args, "-o=json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res sweep.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out)
+	}
+	if len(res.Workloads) != 1 || len(res.Workloads[0].Tests) != 2 || len(res.Workloads[0].Train.Points) != 2 {
+		t.Fatalf("want 1 workload, 2 tests, 2 train points; got %+v", res.Workloads)
+	}
+	if got := res.Workloads[0].Train.Points[0].Setting; got != sweep.DefaultSetting() {
+		t.Errorf("first train point %+v, want the defaults %+v", got, sweep.DefaultSetting())
+	}
+}
