@@ -523,7 +523,7 @@ agent:
 nodeQOS:
   spec:
     dryRun: false
-    cpu: {forbidSchedulingPercent: 70, throttlePercent: 80, restorePercent: 70}
+    cpu: {forbidSchedulingPercent: 70, throttlePercent: 80, restorePercent: 70, evictPercent: 90}
     memory: {forbidSchedulingPercent: 85, evictPercent: 90}
 colocationPolicy:
   spec:

@@ -141,16 +141,17 @@ func startManager(t *testing.T, c *testutil.Cluster, batchNS string) {
 // memoryLines places the memory-pressure scenario's waterlines. The
 // agent's lines are percents of the Node's memory capacity (the whole
 // machine here, tens of GiB on a machine shared with other work), so
-// pushing the node over the chart's 95 % would take the machine down. The
-// scenario scales the node instead: the chart's evict line (95 %) and
-// forbid line (80 %) of a node of nodeMemory, above what the agent sees
-// in use now (base: nothing of the node's pods, or the machine's use with
-// COLOBENCH_NODE_USAGE=machine), rounded to whole percents of capacity;
-// the evict line is then at evictBytes of the agent's usage figure.
-func memoryLines(capacity, base, nodeMemory int64) (forbid, evict int32, evictBytes int64) {
+// pushing the node over the chart's evict line would take the machine
+// down. The scenario scales the node instead: the chart's evict and forbid
+// lines (evictPct, forbidPct) of a node of nodeMemory, above what the agent
+// sees in use now (base: nothing of the node's pods, or the machine's use
+// with COLOBENCH_NODE_USAGE=machine), rounded to whole percents of
+// capacity; the evict line is then at evictBytes of the agent's usage
+// figure.
+func memoryLines(capacity, base, nodeMemory int64, forbidPct, evictPct int32) (forbid, evict int32, evictBytes int64) {
 	pct := func(b int64) int32 { return int32(min(100, max(1, (100*b+capacity-1)/capacity))) }
-	evict = max(2, pct(base+nodeMemory*95/100))
-	forbid = min(evict-1, max(1, pct(base+nodeMemory*80/100)))
+	evict = max(2, pct(base+nodeMemory*int64(evictPct)/100))
+	forbid = min(evict-1, max(1, pct(base+nodeMemory*int64(forbidPct)/100)))
 	return forbid, evict, int64(evict) * capacity / 100
 }
 
@@ -160,8 +161,9 @@ func memoryLines(capacity, base, nodeMemory int64) (forbid, evict int32, evictBy
 func chartNodeQOS(t *testing.T) (v1alpha1.NodeQOSSpec, string) {
 	t.Helper()
 	spec := v1alpha1.NodeQOSSpec{
-		CPU:    &v1alpha1.CPUWaterlines{ForbidSchedulingPercent: ptr.To[int32](65), ThrottlePercent: ptr.To[int32](75), EvictPercent: ptr.To[int32](90)},
-		Memory: &v1alpha1.MemoryWaterlines{ForbidSchedulingPercent: ptr.To[int32](80), EvictPercent: ptr.To[int32](95)},
+		CPU: &v1alpha1.CPUWaterlines{ForbidSchedulingPercent: ptr.To[int32](70), ThrottlePercent: ptr.To[int32](70),
+			RestorePercent: ptr.To[int32](60), EvictPercent: ptr.To[int32](80)},
+		Memory: &v1alpha1.MemoryWaterlines{ForbidSchedulingPercent: ptr.To[int32](85), EvictPercent: ptr.To[int32](90)},
 	}
 	source := "the chart's defaults as of this benchmark (charts/waterline/values.yaml not in this tree)"
 	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "charts", "waterline", "values.yaml"))
@@ -383,13 +385,14 @@ func TestColocation(t *testing.T) {
 		defNodeMemory = 512
 	}
 	nodeMemory := int64(envInt(t, "COLOBENCH_NODE_MEMORY_MIB", defNodeMemory)) << 20
-	memForbid, memEvict, memEvictBytes := memoryLines(memCapacity, memBase, nodeMemory)
+	chartMemForbid, chartMemEvict := *qos.Memory.ForbidSchedulingPercent, *qos.Memory.EvictPercent
+	memForbid, memEvict, memEvictBytes := memoryLines(memCapacity, memBase, nodeMemory, chartMemForbid, chartMemEvict)
 	growBytes := (memEvictBytes - memBase) * 65 / 100
 	growLimit := resource.NewQuantity(growBytes+256<<20, resource.BinarySI).String()
 	waterlineDesc := fmt.Sprintf("waterline-manager (NodeMetric, tiers, the colocation-profile webhook that makes the Batch pods Batch pods asking for batch-cpu/batch-memory) and waterline-scheduler throughout; "+
 		"per run an agent process for the node and a NodeQOS from %s with dryRun false and a 10 s CPU eviction window (waterline-nothrottle: without throttlePercent; "+
-		"waterline-memory: memory forbid/evict lines at %d/%d %% of the node's %d MiB, the chart's 80/95 %% of a %d MiB node); ColocationPolicy: the chart's with the profile and a 5 s NodeMetric report; node usage the agent sees: %s",
-		qosSource, memForbid, memEvict, memCapacity>>20, nodeMemory>>20,
+		"waterline-memory: memory forbid/evict lines at %d/%d %% of the node's %d MiB, the chart's %d/%d %% of a %d MiB node); ColocationPolicy: the chart's with the profile and a 5 s NodeMetric report; node usage the agent sees: %s",
+		qosSource, memForbid, memEvict, memCapacity>>20, chartMemForbid, chartMemEvict, nodeMemory>>20,
 		map[string]string{"pods": "the node's pods only (kubepods cgroup as /proc/stat and /proc/meminfo)", "machine": "the whole machine's /proc"}[usage])
 
 	startWaterline := func(t testing.TB, scenario string) func() {

@@ -305,7 +305,7 @@ func TestUpdateREADME(t *testing.T) {
 	}
 }
 
-// TestMemoryLines: the memory scenario's lines are the chart's 80/95 %
+// TestMemoryLines: the memory scenario's lines are the chart's percents
 // of a small node, as whole percents of the machine above what is in
 // use, evict always above forbid.
 func TestMemoryLines(t *testing.T) {
@@ -325,7 +325,7 @@ func TestMemoryLines(t *testing.T) {
 		{"big machine", 256 * gib, 0, 2 * gib, 1, 2, 19 * gib / 10, 256 * gib * 2 / 100},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f, e, b := memoryLines(c.capacity, c.base, c.node)
+			f, e, b := memoryLines(c.capacity, c.base, c.node, 80, 95)
 			if f != c.forbid || e != c.evict || b != c.evictBytes || b < c.evictBytesMin {
 				t.Errorf("memoryLines = %d %%, %d %%, %d MiB; want %d %%, %d %%, %d MiB", f, e, b>>20, c.forbid, c.evict, c.evictBytes>>20)
 			}
