@@ -66,7 +66,7 @@ type TierPolicy struct {
 	// − real use of Prod and Mid pods − system use).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=65
+	// +kubebuilder:default=75
 	// +optional
 	BatchCPUThresholdPercent *int32 `json:"batchCPUThresholdPercent,omitempty"`
 	// BatchMemoryThresholdPercent: Batch memory likewise.

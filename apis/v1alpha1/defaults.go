@@ -42,11 +42,12 @@ const (
 	DefaultResourceDiffThresholdPercent int64 = 5
 	DefaultForceUpdateSeconds           int64 = 600
 
-	DefaultMidThresholdPercent    int32 = 30
-	DefaultReclaimRatioPercent    int32 = 100
-	DefaultBatchThresholdPercent  int32 = 65
-	DefaultDegradeSeconds         int64 = 600
-	DefaultUpdateThresholdPercent int32 = 5
+	DefaultMidThresholdPercent         int32 = 30
+	DefaultReclaimRatioPercent         int32 = 100
+	DefaultBatchCPUThresholdPercent    int32 = 75
+	DefaultBatchMemoryThresholdPercent int32 = 65
+	DefaultDegradeSeconds              int64 = 600
+	DefaultUpdateThresholdPercent      int32 = 5
 
 	DefaultAvoidanceCount           int32 = 2
 	DefaultRestoreCount             int32 = 3
@@ -121,8 +122,8 @@ func TierPolicyWithDefaults(in *TierPolicy) *TierPolicy {
 	setDefault(&out.MidCPUThresholdPercent, DefaultMidThresholdPercent)
 	setDefault(&out.MidMemoryThresholdPercent, DefaultMidThresholdPercent)
 	setDefault(&out.ReclaimRatioPercent, DefaultReclaimRatioPercent)
-	setDefault(&out.BatchCPUThresholdPercent, DefaultBatchThresholdPercent)
-	setDefault(&out.BatchMemoryThresholdPercent, DefaultBatchThresholdPercent)
+	setDefault(&out.BatchCPUThresholdPercent, DefaultBatchCPUThresholdPercent)
+	setDefault(&out.BatchMemoryThresholdPercent, DefaultBatchMemoryThresholdPercent)
 	setDefault(&out.DegradeSeconds, DefaultDegradeSeconds)
 	setDefault(&out.UpdateThresholdPercent, DefaultUpdateThresholdPercent)
 	return out

@@ -17,10 +17,12 @@ limitations under the License.
 package sim
 
 import (
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -61,10 +63,27 @@ func tiny(nodes int, burstAt int, burst float32, jobs ...int64) *workload.Worklo
 	return w
 }
 
-// newTestRun sets up one policy's run of w with the default config.
+// at65 sets the Batch tier's CPU threshold and LoadAware's CPU threshold
+// to 65 %, the values the hand-worked scenarios of these tests were
+// written for (the defaults are 75 %, docs/design/simulator.md): the tests
+// check mechanisms, and their arithmetic must not move with a default.
+func at65(cfg *Config) {
+	cps := DefaultColocationPolicies()
+	cps[0].Spec.Tiers = &v1alpha1.TierPolicy{BatchCPUThresholdPercent: ptr.To[int32](65)}
+	cfg.ColocationPolicies = cps
+	la := DefaultLoadAwareSpec()
+	la.UsageThresholds = maps.Clone(la.UsageThresholds)
+	la.UsageThresholds[corev1.ResourceCPU] = 65
+	cfg.LoadAware = &la
+}
+
+// newTestRun sets up one policy's run of w with the default config, at
+// the thresholds of at65.
 func newTestRun(t *testing.T, w *workload.Workload, p Policy) *run {
 	t.Helper()
-	cfg := Config{}.WithDefaults()
+	cfg := Config{}
+	at65(&cfg)
+	cfg = cfg.WithDefaults()
 	if errs := cfg.Validate(); len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -119,7 +119,9 @@ func TestHarmCanAppear(t *testing.T) {
 // or not.
 func TestBandCapHoldsBatch(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		cfg := Config{NodeQOS: []v1alpha1.NodeQOS{}, BandCap: &on}.WithDefaults()
+		cfg := Config{NodeQOS: []v1alpha1.NodeQOS{}, BandCap: &on}
+		at65(&cfg)
+		cfg = cfg.WithDefaults()
 		r, err := newRun(&cfg, tiny(1, 30, 1.9, 800, 800), PolicyWaterline)
 		if err != nil {
 			t.Fatal(err)

@@ -35,7 +35,9 @@ import (
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
-// The LoadAware arithmetic this test relies on, with the shipped defaults:
+// The LoadAware arithmetic this test relies on, with the shipped sample
+// config/scheduler/loadaware.yaml at a cpu threshold of 65 % (tighter than
+// its default 75 %, set by the test):
 // nodes have 16 cores (16000m); a test pod asks for 1 core and is estimated
 // at 850m until its NodeMetric reports it (never, here: the test is the
 // agent and reports node usage only); a node is refused when
@@ -101,7 +103,13 @@ func TestLoadAware(t *testing.T) {
 	if i < 0 {
 		t.Fatal("loadaware.yaml has no profiles")
 	}
-	c.StartScheduler(t, string(sample[i:])+`
+	// The arithmetic of this test is written for a 65 % cpu threshold, a
+	// tighter one than the sample's default.
+	profiles := strings.Replace(string(sample[i:]), "        cpu: 75\n", "        cpu: 65\n", 1)
+	if profiles == string(sample[i:]) {
+		t.Fatal("loadaware.yaml no longer sets usageThresholds cpu: 75; update this test's threshold")
+	}
+	c.StartScheduler(t, profiles+`
 - schedulerName: `+laOnlyScheduler+`
   plugins:
     multiPoint:

@@ -143,7 +143,7 @@ func TestSimSchedulerFidelity(t *testing.T) {
 		if n.Name == "fc-6" {
 			continue // no agent: LoadAware steps aside
 		}
-		cpu := n.Status.Allocatable.Cpu().MilliValue() * int64(i*9%70) / 100
+		cpu := n.Status.Allocatable.Cpu().MilliValue() * int64(i*11%90) / 100
 		mem := n.Status.Allocatable.Memory().Value() * int64(i*13%80) / 100
 		nm := fidMetric(n.Name, cpu, mem, written, n.Name == "fa-3", n.Name == "fb-5")
 		metrics[n.Name] = nm

@@ -59,7 +59,7 @@ func TestTiersBatchPodsLandOnlyWhereBatchFits(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Batch threshold 50 %: the Batch tier then ends well under
-	// LoadAware's 65 % CPU line, so what keeps a pod off a node here is
+	// LoadAware's 75 % CPU line, so what keeps a pod off a node here is
 	// batch-cpu, not load.
 	if _, err := wl.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},

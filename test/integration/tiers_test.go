@@ -111,10 +111,10 @@ func TestTierAllocatable(t *testing.T) {
 	// Mid CPU    = min(Reclaimable 20 − 8 = 12, 32 × 30 % = 9.6) = 9.6 CPU = 9600 millicores.
 	// Mid memory = min(64Gi − 48Gi = 16Gi, 128Gi × 30 % = 38.4Gi) = 16Gi.
 	// Prod+Mid CPU use = max(Σ pods 5 + 2 = 7, node 10 − system 1 − batch 0 = 9) = 9.
-	// Batch CPU  = 32 × 65 % − 9 − 1 = 20.8 − 10 = 10.8 CPU = 10800 millicores.
+	// Batch CPU  = 32 × 75 % − 9 − 1 = 24 − 10 = 14 CPU = 14000 millicores.
 	// Prod+Mid memory = max(30Gi, 40Gi − 4Gi = 36Gi) = 36Gi.
 	// Batch mem  = 128Gi × 65 % − 36Gi − 4Gi = 83.2Gi − 40Gi = 43.2Gi = 46385646796 bytes (floored).
-	wantTiers(t, c, "n1", 9600, 16<<30, 10800, 128<<30*65/100-40<<30)
+	wantTiers(t, c, "n1", 9600, 16<<30, 14000, 128<<30*65/100-40<<30)
 
 	// The agent falls silent: after degradeSeconds the tiers drop to zero.
 	start := time.Now()

@@ -35,9 +35,13 @@ func DefaultResourceWeights() map[corev1.ResourceName]int64 {
 	return map[corev1.ResourceName]int64{corev1.ResourceCPU: 1, corev1.ResourceMemory: 1}
 }
 
-// DefaultUsageThresholds are the filter thresholds: cpu 65 %, memory 95 %.
+// DefaultUsageThresholds are the filter thresholds: cpu 75 %, memory 95 %.
+// Koordinator's cpu default is 65 %; Waterline's node QoS already holds a
+// node's Batch work under its 70 % throttle line, and a lower scheduling
+// threshold refuses pods on nodes whose load is mostly that throttleable
+// Batch work (docs/design/loadaware.md#args-and-defaults).
 func DefaultUsageThresholds() map[corev1.ResourceName]int64 {
-	return map[corev1.ResourceName]int64{corev1.ResourceCPU: 65, corev1.ResourceMemory: 95}
+	return map[corev1.ResourceName]int64{corev1.ResourceCPU: 75, corev1.ResourceMemory: 95}
 }
 
 // DefaultEstimatedScalingFactors are the estimation factors: cpu 85 %,

@@ -66,7 +66,7 @@ func TestForNode(t *testing.T) {
 		{
 			name:        "no policy at all: built-in defaults",
 			wantMid:     v1alpha1.DefaultMidThresholdPercent,
-			wantBatch:   v1alpha1.DefaultBatchThresholdPercent,
+			wantBatch:   v1alpha1.DefaultBatchCPUThresholdPercent,
 			wantReport:  v1alpha1.DefaultReportIntervalSeconds,
 			wantSources: nil,
 		},

@@ -157,13 +157,13 @@ func TestCalculate(t *testing.T) {
 		in     NodeInput
 		want   Result
 	}{{
-		name: "defaults: mid 30%, reclaim 100%, batch 65%",
+		name: "defaults: mid 30%, reclaim 100%, batch cpu 75%, batch memory 65%",
 		in:   busyNode(now.Add(-time.Minute)),
 		// mid cpu min(20000 − 8000, 32000 × 30% = 9600) = 9600;
 		// mid memory min(50e9 − 20e9, 100e9 × 30%) = 30e9;
-		// batch cpu 32000 × 65% − 9000 − 1800 = 10000;
+		// batch cpu 32000 × 75% − 9000 − 1800 = 13200;
 		// batch memory 65e9 − 30e9 − 5e9 = 30e9.
-		want: Result{Allocatable: Allocatable{MidCPU: 9600, MidMemory: 30e9, BatchCPU: 10000, BatchMemory: 30e9}},
+		want: Result{Allocatable: Allocatable{MidCPU: 9600, MidMemory: 30e9, BatchCPU: 13200, BatchMemory: 30e9}},
 	}, {
 		// The mixed variant is refused by the API (Prod cannot preempt
 		// Mid yet); should a policy still carry it, nothing unallocated is
@@ -185,7 +185,7 @@ func TestCalculate(t *testing.T) {
 	}, {
 		name: "exactly degradeSeconds old still counts",
 		in:   busyNode(now.Add(-600 * time.Second)),
-		want: Result{Allocatable: Allocatable{MidCPU: 9600, MidMemory: 30e9, BatchCPU: 10000, BatchMemory: 30e9}},
+		want: Result{Allocatable: Allocatable{MidCPU: 9600, MidMemory: 30e9, BatchCPU: 13200, BatchMemory: 30e9}},
 	}, {
 		name: "degrade: a NodeMetric older than degradeSeconds resets everything",
 		in:   busyNode(now.Add(-601 * time.Second)),

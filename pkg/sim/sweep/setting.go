@@ -59,7 +59,7 @@ func DefaultSetting() Setting {
 		ThrottlePercent:  ptr.Deref(cpu.ThrottlePercent, 0),
 		RestorePercent:   ptr.Deref(cpu.RestorePercent, 0),
 		EvictPercent:     ptr.Deref(cpu.EvictPercent, 0),
-		BatchPercent:     v1alpha1.DefaultBatchThresholdPercent,
+		BatchPercent:     v1alpha1.DefaultBatchCPUThresholdPercent,
 		LoadAwarePercent: sim.DefaultLoadAwareSpec().UsageThresholds[corev1.ResourceCPU],
 	}
 }

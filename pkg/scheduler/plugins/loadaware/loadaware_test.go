@@ -71,9 +71,9 @@ func TestFilter(t *testing.T) {
 	}, {
 		name:   "a hot node is refused for cpu",
 		node:   node16("n").Obj(),
-		metric: metric("n", t0).usage("10", "32Gi").obj(),
+		metric: metric("n", t0).usage("13", "32Gi").obj(),
 		pod:    pod("p", "1", "1Gi").Obj(),
-		// (10 + 0.85) / 16 = 67.8 % → 68 > 65.
+		// (13 + 0.85) / 16 = 86.6 % → 87 > 75.
 		wantCode:   fwk.UnschedulableAndUnresolvable,
 		wantReason: []string{"node(s) cpu usage exceed threshold"},
 	}, {
@@ -264,19 +264,19 @@ func TestReserveSpreadsABurst(t *testing.T) {
 }
 
 func TestReserveAndUnreserve(t *testing.T) {
-	// 8 cores used of 16: one 2-core pod (1.7 estimated) fits, a second
+	// 10 cores used of 16: one 2-core pod (1.7 estimated) fits, a second
 	// one does not until the first is taken back.
-	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil, metric("n", t0).usage("8", "8Gi").obj())
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil, metric("n", t0).usage("10", "8Gi").obj())
 	first, second := pod("first", "2", "1Gi").Obj(), pod("second", "2", "1Gi").Obj()
 	if got := e.schedule(first, "n"); got != "n" {
 		t.Fatalf("first pod scheduled on %q, want n", got)
 	}
-	// 8 + 1.7 + 1.7 = 11.4 / 16 = 71 % > 65.
+	// 10 + 1.7 + 1.7 = 13.4 / 16 = 84 % > 75.
 	if s := e.filter(second, "n"); s.Code() != fwk.UnschedulableAndUnresolvable {
 		t.Errorf("second pod after the first was reserved: %v, want refused", s)
 	}
 	e.fw.RunReservePluginsUnreserve(e.ctx, framework.NewCycleState(), first, "n")
-	// 8 + 1.7 = 9.7 / 16 = 61 % ≤ 65.
+	// 10 + 1.7 = 11.7 / 16 = 73 % ≤ 75.
 	if s := e.filter(second, "n"); !s.IsSuccess() {
 		t.Errorf("second pod after the first was unreserved: %v, want it to fit", s)
 	}
@@ -284,12 +284,12 @@ func TestReserveAndUnreserve(t *testing.T) {
 
 func TestAssignedPodsLeaveNoGhostLoad(t *testing.T) {
 	ctx := t.Context()
-	// Node n: 6 cores used of 16. A 4-core pod is estimated at 3.4 cores,
-	// the incoming 2-core pod at 1.7: 6 + 3.4 + 1.7 = 11.1 / 16 = 69 %
-	// (refused) while the 4-core pod counts; 6 + 1.7 = 48 % (fits) when it
+	// Node n: 8 cores used of 16. A 4-core pod is estimated at 3.4 cores,
+	// the incoming 2-core pod at 1.7: 8 + 3.4 + 1.7 = 13.1 / 16 = 82 %
+	// (refused) while the 4-core pod counts; 8 + 1.7 = 61 % (fits) when it
 	// does not.
 	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj(), node16("other").Obj()}, nil,
-		metric("n", t0).usage("6", "8Gi").obj(),
+		metric("n", t0).usage("8", "8Gi").obj(),
 		metric("other", t0).usage("1", "1Gi").obj(),
 	)
 	incoming := pod("incoming", "2", "1Gi").Obj()
@@ -322,10 +322,10 @@ func TestAssignedPodsLeaveNoGhostLoad(t *testing.T) {
 	fits(false, "after a late Unreserve of a bound pod")
 
 	// Reported by the agent at t0 + 6m, scheduled at t0 + 5 s, more than
-	// the averaging window (300 s) before: its 3 cores are inside the 8
-	// cores of node usage, nothing is added: 8 + 1.7 = 9.7 / 16 = 61 % fits
-	// (counted twice it would be 8 + 3.4 + 1.7 = 82 %).
-	reported := metric("n", t0.Add(6*time.Minute)).usage("8", "8Gi").pod("ns", "big", extension.BandProd, "3", "1Gi").obj()
+	// the averaging window (300 s) before: its 3 cores are inside the 10
+	// cores of node usage, nothing is added: 10 + 1.7 = 11.7 / 16 = 73 %
+	// fits (counted twice it would be 10 + 3.4 + 1.7 = 94 %).
+	reported := metric("n", t0.Add(6*time.Minute)).usage("10", "8Gi").pod("ns", "big", extension.BandProd, "3", "1Gi").obj()
 	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Update(ctx, reported, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestAssignedPodsLeaveNoGhostLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually("the NodeMetric deleted", func() bool { return e.metricGone("n") })
-	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Create(ctx, metric("n", t0).usage("6", "8Gi").obj(), metav1.CreateOptions{}); err != nil {
+	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Create(ctx, metric("n", t0).usage("8", "8Gi").obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the older NodeMetric", func() bool { return e.metricSeen("n", t0) })

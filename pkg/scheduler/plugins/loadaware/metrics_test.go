@@ -63,7 +63,7 @@ func TestFilterCountsRefusals(t *testing.T) {
 		want:   map[string]float64{},
 	}, {
 		name:   "cpu usage",
-		metric: metric("n", t0).usage("10", "32Gi").obj(),
+		metric: metric("n", t0).usage("13", "32Gi").obj(),
 		pod:    pod("p", "1", "1Gi").Obj(),
 		want:   map[string]float64{"usage/cpu": 1},
 	}, {

@@ -118,7 +118,7 @@ profiles:
 		t.Fatalf("decode: %v", err)
 	}
 	got := loadAwareArgs(t, cfg)
-	if got.NodeMetricExpirationSeconds != 180 || got.UsageThresholds["cpu"] != 65 || got.EstimatedScalingFactors["memory"] != 70 {
+	if got.NodeMetricExpirationSeconds != 180 || got.UsageThresholds["cpu"] != 75 || got.EstimatedScalingFactors["memory"] != 70 {
 		t.Errorf("LoadAware args without pluginConfig = %+v, want the defaults", got)
 	}
 }

@@ -42,7 +42,7 @@ func TestSetDefaultsLoadAwareArgs(t *testing.T) {
 			EnableScheduleWhenNodeMetricsExpired: ptr.To(false),
 			ResourceWeights:                      map[corev1.ResourceName]int64{"cpu": 1, "memory": 1},
 			DominantResourceWeight:               ptr.To[int64](0),
-			UsageThresholds:                      map[corev1.ResourceName]int64{"cpu": 65, "memory": 95},
+			UsageThresholds:                      map[corev1.ResourceName]int64{"cpu": 75, "memory": 95},
 			ProdUsageIncludeSys:                  ptr.To(false),
 			ProdUsageIncludePrediction:           ptr.To(false),
 			ScoreAccordingProdUsage:              ptr.To(false),
@@ -110,8 +110,8 @@ func TestDefaultsAreNotShared(t *testing.T) {
 	SetDefaults_LoadAwareArgs(a)
 	a.UsageThresholds["cpu"] = 1
 	SetDefaults_LoadAwareArgs(b)
-	if got := b.UsageThresholds["cpu"]; got != 65 {
-		t.Errorf("defaulted cpu threshold after another args changed theirs = %d, want 65", got)
+	if got := b.UsageThresholds["cpu"]; got != 75 {
+		t.Errorf("defaulted cpu threshold after another args changed theirs = %d, want 75", got)
 	}
 }
 
