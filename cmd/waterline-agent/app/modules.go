@@ -29,13 +29,13 @@ import (
 
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
+	"github.com/waterline-dev/waterline/pkg/agent/executor"
 	"github.com/waterline-dev/waterline/pkg/agent/predictor"
-	"github.com/waterline-dev/waterline/pkg/agent/qos"
 	"github.com/waterline-dev/waterline/pkg/agent/reporter"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/tierlimits"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 // Deps is what the agent's modules are built from. Everything in it is
@@ -68,7 +68,7 @@ type Deps struct {
 	MemoryEvictionsPerMinute *int32
 	// QOSMetrics are the metrics the QoS executor plans with (built-in and
 	// --custom-metrics); nil is cpu and memory only.
-	QOSMetrics *coreqos.Registry
+	QOSMetrics *qos.Registry
 }
 
 // addModules adds the agent's modules to a. They cycle in the order added,
@@ -117,12 +117,12 @@ func addModules(a *agent.Agent, d Deps) (*resctl.Reconciler, error) {
 		return nil, fmt.Errorf("setting up the %s module: %w", tierlimits.Name, err)
 	}
 	a.Add(tiers)
-	executor, err := qos.New(qos.Config{
-		StatePath:                filepath.Join(d.StateDir, qos.StateFile),
+	exec, err := executor.New(executor.Config{
+		StatePath:                filepath.Join(d.StateDir, executor.StateFile),
 		EvictionTimeout:          d.EvictionTimeout,
 		MemoryEvictionsPerMinute: d.MemoryEvictionsPerMinute,
-	}, qos.Deps{
-		Evictor:       qos.APIEvictor{Client: d.Kube},
+	}, executor.Deps{
+		Evictor:       executor.APIEvictor{Client: d.Kube},
 		Reconciler:    rc,
 		Recorder:      d.Recorder,
 		Clock:         d.Clock,
@@ -131,9 +131,9 @@ func addModules(a *agent.Agent, d Deps) (*resctl.Reconciler, error) {
 		Metrics:       d.QOSMetrics,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("setting up the %s module: %w", qos.Name, err)
+		return nil, fmt.Errorf("setting up the %s module: %w", executor.Name, err)
 	}
-	a.Add(executor)
+	a.Add(exec)
 	a.Add(rc)
 
 	// The reporter comes last: it takes the status contributions of every

@@ -58,7 +58,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/version"
 )
 
@@ -210,7 +210,7 @@ type sources struct {
 	cache     *metriccache.Cache
 	// qosMetrics holds the --custom-metrics a NodeQOS rule may name; nil
 	// without the flag.
-	qosMetrics *coreqos.Registry
+	qosMetrics *qos.Registry
 }
 
 // openSources detects the cgroup layout, loads --custom-metrics, starts the
