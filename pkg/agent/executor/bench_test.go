@@ -70,7 +70,7 @@ func benchNode(nodeCPUMilli, nodeMemGiB int64) *agent.Snapshot {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBurstable, StartTime: &metav1.Time{Time: s.Time.Add(-time.Duration(i) * time.Minute)}},
 		}
 		pods = append(pods, p)
-		s.Pods = append(s.Pods, collector.PodUsage{Pod: collector.PodRefOf(p), Usage: collector.Usage{
+		s.Pods = append(s.Pods, collector.PodSample{Pod: collector.PodRefOf(p), Usage: collector.Usage{
 			CPU: 0.1 + float64(i%7)*0.05, HasCPU: true, Memory: uint64(256+i%9*64) << 20, HasMemory: true}})
 	}
 	nq := &v1alpha1.NodeQOS{ObjectMeta: metav1.ObjectMeta{Name: "colo", UID: "nq", ResourceVersion: "1"}, Spec: v1alpha1.NodeQOSSpec{

@@ -136,7 +136,7 @@ type Executor struct {
 
 	// Per-cycle scratch, reused.
 	byUID       map[types.UID]*corev1.Pod
-	usage       map[types.UID]*collector.PodUsage
+	usage       map[types.UID]*collector.PodSample
 	nodeUsage   qos.NodeUsage
 	cands       []qos.Candidate
 	intents     map[types.UID]resctl.Intent
@@ -195,7 +195,7 @@ func New(cfg Config, d Deps) (*Executor, error) {
 		leaving: map[types.UID]time.Time{}, pending: map[types.UID]time.Time{},
 		applied: map[types.UID]int64{}, retryAt: map[types.UID]time.Time{}, static: map[types.UID]qos.Candidate{},
 		wouldEvict: map[types.UID]time.Time{},
-		byUID:      map[types.UID]*corev1.Pod{}, usage: map[types.UID]*collector.PodUsage{},
+		byUID:      map[types.UID]*corev1.Pod{}, usage: map[types.UID]*collector.PodSample{},
 		nodeUsage: qos.NodeUsage{}, intents: map[types.UID]resctl.Intent{},
 		nextApplied: map[types.UID]int64{},
 	}

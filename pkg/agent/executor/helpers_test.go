@@ -185,7 +185,7 @@ func (w *world) snapshot() *agent.Snapshot {
 	s.Node.Memory, s.Node.HasMemory = uint64(w.nodeMem*(1<<30)), true
 	for _, p := range w.pods {
 		u := w.use[p.Name]
-		s.Pods = append(s.Pods, collector.PodUsage{Pod: collector.PodRefOf(p), Usage: collector.Usage{CPU: u.cpu, HasCPU: true, Memory: uint64(u.mem), HasMemory: true}})
+		s.Pods = append(s.Pods, collector.PodSample{Pod: collector.PodRefOf(p), Usage: collector.Usage{CPU: u.cpu, HasCPU: true, Memory: uint64(u.mem), HasMemory: true}})
 	}
 	node := w.node
 	if w.noNode {
