@@ -94,7 +94,7 @@ type Usage struct {
 	HasMemory bool
 }
 
-// PodSample is one pod's usage read from its cgroup in one collect cycle
+// PodSample is one pod's usage read from its cgroup in one collect cycle.
 type PodSample struct {
 	Pod PodRef
 	Usage
