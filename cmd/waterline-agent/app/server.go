@@ -146,18 +146,18 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer stopRecorder()
 	rc, err := addModules(a, Deps{
-		NodeName:  o.NodeName,
-		Kube:      c.kube,
-		Waterline: c.waterline,
-		Clock:     clk,
-		Layout:    src.layout,
-		StateDir:  o.StateDir,
-		Recorder:  recorder,
-		Registry:  reg,
+		NodeName:   o.NodeName,
+		Kube:       c.kube,
+		Waterline:  c.waterline,
+		Clock:      clk,
+		Layout:     src.layout,
+		StateDir:   o.StateDir,
+		Recorder:   recorder,
+		Prometheus: reg,
 
 		EvictionTimeout:          ptr.To(o.EvictionTimeout),
 		MemoryEvictionsPerMinute: ptr.To(o.MemoryEvictionsPerMinute),
-		QOSMetrics:               src.qosMetrics,
+		QoSMetrics:               src.qosMetrics,
 	})
 	if err != nil {
 		return err
@@ -230,7 +230,7 @@ func openSources(ctx context.Context, o *Options, clk clock.WithTicker) (_ *sour
 	src := &sources{layout: layout}
 	colCfg := o.collectorConfig()
 	if custom != nil {
-		colCfg.CustomMetrics, src.qosMetrics = custom.Collector, custom.Registry
+		colCfg.CustomMetrics, src.qosMetrics = custom.Collector, custom.QoSMetrics
 		logger.Info("Custom metrics", "file", o.CustomMetrics, "metrics", len(custom.Collector))
 	}
 	if src.collector, err = collector.New(colCfg, layout, clk); err != nil {

@@ -93,7 +93,7 @@ func TestRealCustomMetricEvict(t *testing.T) {
 	}
 	ev := &scriptedEvictor{}
 	ex, err := executor.New(executor.Config{}, executor.Deps{
-		Evictor: ev, Reconciler: rc, Recorder: record.NewFakeRecorder(1000), Clock: clock.RealClock{}, Metrics: cm.Registry,
+		Evictor: ev, Reconciler: rc, Recorder: record.NewFakeRecorder(1000), Clock: clock.RealClock{}, QoSMetrics: cm.QoSMetrics,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -80,8 +80,8 @@ type CustomMetricSpec struct {
 // CustomMetrics are the validated custom metrics: how the collector reads
 // them and the registry the executor plans with.
 type CustomMetrics struct {
-	Collector []collector.CustomMetric
-	Registry  *qos.Registry
+	Collector  []collector.CustomMetric
+	QoSMetrics *qos.Registry
 }
 
 // LoadCustomMetrics reads and validates a --custom-metrics file. Every
@@ -106,7 +106,7 @@ func LoadCustomMetrics(path string) (*CustomMetrics, error) {
 func (f *CustomMetricsFile) Build() (*CustomMetrics, error) {
 	base := field.NewPath("customMetrics", "metrics")
 	var errs field.ErrorList
-	out := &CustomMetrics{Registry: qos.DefaultRegistry()}
+	out := &CustomMetrics{QoSMetrics: qos.DefaultRegistry()}
 	for i, s := range f.Metrics {
 		p := base.Index(i)
 		errs = append(errs, qos.ValidateCustomMetricName(qos.MetricName(s.Name), p.Child("name"))...)
@@ -134,7 +134,7 @@ func (f *CustomMetricsFile) Build() (*CustomMetrics, error) {
 			Sortable: s.Sortable, Evictable: s.Evictable, EvictQuantified: s.EvictQuantified,
 		})
 		if err == nil {
-			err = out.Registry.Register(m)
+			err = out.QoSMetrics.Register(m)
 		}
 		if err != nil {
 			return nil, err

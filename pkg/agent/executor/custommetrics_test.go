@@ -61,11 +61,11 @@ metrics:
 	if diff := cmp.Diff(want, cm.Collector); diff != "" {
 		t.Errorf("collector metrics (-want +got):\n%s", diff)
 	}
-	m, ok := cm.Registry.Get("page_cache_bytes")
+	m, ok := cm.QoSMetrics.Get("page_cache_bytes")
 	if !ok || !m.Sortable || !m.Evictable || !m.EvictQuantified || m.Throttleable || m.ActionPriority != 2 {
 		t.Errorf("registered metric = %+v (found %v), want sortable, evictable, evict-quantified, priority 2", m, ok)
 	}
-	if _, ok := cm.Registry.Get(qos.MetricCPU); !ok {
+	if _, ok := cm.QoSMetrics.Get(qos.MetricCPU); !ok {
 		t.Errorf("the registry lost cpu_usage")
 	}
 }

@@ -80,16 +80,17 @@ type Deps struct {
 	Recorder record.EventRecorder
 	// Clock times the eviction rate limit, retries and conditions.
 	Clock clock.PassiveClock
-	// Registry, when set, receives the metrics
+	// Prometheus, when set, receives the executor's own metrics
 	// (waterline_agent_qos_*).
-	Registry prometheus.Registerer
+	Prometheus prometheus.Registerer
 	// RequestReport, when set, is called when the ForbidScheduling or
 	// Throttling condition flips, so that the scheduler learns at once
 	// (agent.Agent.RequestReport).
 	RequestReport func()
-	// Metrics are the QoS metrics the planner knows; nil is
-	// qos.DefaultRegistry() (cpu_usage and memory_usage).
-	Metrics *qos.Registry
+	// QoSMetrics are the QoS metrics the planner knows (what NodeQOS
+	// lines and rules may name); nil is qos.DefaultRegistry() (cpu_usage
+	// and memory_usage).
+	QoSMetrics *qos.Registry
 }
 
 // Executor is the node QoS cycle module. Add it to the agent after the
@@ -182,11 +183,11 @@ func New(cfg Config, d Deps) (*Executor, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("configuring the node QoS executor: %w", errs.ToAggregate())
 	}
-	m, err := newMetrics(d.Registry)
+	m, err := newMetrics(d.Prometheus)
 	if err != nil {
 		return nil, err
 	}
-	reg := d.Metrics
+	reg := d.QoSMetrics
 	if reg == nil {
 		reg = qos.DefaultRegistry()
 	}

@@ -162,7 +162,7 @@ func (w *world) restart() {
 	w.recorder = record.NewFakeRecorder(1000)
 	w.reg = prometheus.NewRegistry()
 	w.ex, err = executor.New(w.cfg, executor.Deps{
-		Evictor: w.evictor, Reconciler: w.rc, Recorder: w.recorder, Clock: w.clock, Registry: w.reg,
+		Evictor: w.evictor, Reconciler: w.rc, Recorder: w.recorder, Clock: w.clock, Prometheus: w.reg,
 		RequestReport: func() { w.reports++ },
 	})
 	if err != nil {
