@@ -264,28 +264,28 @@ func (e *Executor) refresh(logger klog.Logger, s *agent.Snapshot) error {
 		all[i] = *nq
 	}
 	selected, errs := qos.SelectNodeQOS(all, s.Node.Labels)
-	wl, buildErrs := qos.BuildWaterlinesWithRegistry(selected, capacity, e.qosReg)
+	waterlines, buildErrs := qos.BuildWaterlinesWithRegistry(selected, capacity, e.qosReg)
 	errs = append(errs, buildErrs...)
-	if err := wl.CheckOrder(); err != nil {
+	if err := waterlines.CheckOrder(); err != nil {
 		return e.refuseMerge(logger, s, key, err)
 	}
 	if len(errs) > 0 {
 		logger.Error(errs.ToAggregate(), "Ignoring NodeQOS objects that cannot be applied; the valid ones still apply")
 		e.d.Recorder.Eventf(s.Node, corev1.EventTypeWarning, "InvalidNodeQOS", "Ignoring NodeQOS objects that cannot be applied: %v", errs.ToAggregate())
 	}
-	planner, err := qos.NewPlanner(e.qosReg, wl)
+	planner, err := qos.NewPlanner(e.qosReg, waterlines)
 	if err != nil {
 		return fmt.Errorf("planning with the waterlines of node %s: %w", s.Node.Name, err)
 	}
 	e.planner, e.plannerKey, e.capacity = planner, key, capacity
-	e.window = time.Duration(wl.CPUEviction.WindowSeconds) * time.Second
-	e.hasLines = len(wl.Lines) > 0
+	e.window = time.Duration(waterlines.CPUEviction.WindowSeconds) * time.Second
+	e.hasLines = len(waterlines.Lines) > 0
 	e.policy = policyOf(selected)
 	e.bucket.setRate(e.policy.maxPerMinute, e.d.Clock.Now())
 	e.memBucket.setRate(*e.cfg.MemoryEvictionsPerMinute, e.d.Clock.Now())
-	lines := make([]string, 0, len(wl.Lines))
+	lines := make([]string, 0, len(waterlines.Lines))
 	e.metrics.waterlines.Reset()
-	for _, l := range wl.Lines {
+	for _, l := range waterlines.Lines {
 		e.metrics.waterlines.WithLabelValues(string(l.Action), string(l.Metric)).Set(float64(l.Value))
 		lines = append(lines, fmt.Sprintf("%s %s %d (%s)", l.Action, l.Metric, l.Value, l.Source))
 	}
