@@ -196,11 +196,11 @@ func newClients(o *Options) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
-	wl, err := versioned.NewForConfig(cfg)
+	wlClient, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Waterline client: %w", err)
 	}
-	return &clients{kube: kube, waterline: wl}, nil
+	return &clients{kube: kube, waterline: wlClient}, nil
 }
 
 // sources are what the agent reads the node with.
