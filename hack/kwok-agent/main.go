@@ -86,11 +86,11 @@ func run(kubeconfig, selector string, m kwokagent.Model, interval time.Duration,
 	if err != nil {
 		return fmt.Errorf("creating a client: %w", err)
 	}
-	wl, err := versioned.NewForConfig(cfg)
+	wlClient, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating a client: %w", err)
 	}
-	sim, err := kwokagent.New(kwokagent.Config{Nodes: sel, Model: m, Interval: interval, Predictor: pred}, kube, wl, clock.RealClock{})
+	sim, err := kwokagent.New(kwokagent.Config{Nodes: sel, Model: m, Interval: interval, Predictor: pred}, kube, wlClient, clock.RealClock{})
 	if err != nil {
 		return err
 	}

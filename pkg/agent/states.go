@@ -80,7 +80,7 @@ type States struct {
 }
 
 // NewStates builds the informers; Start runs them.
-func NewStates(nodeName string, kube kubernetes.Interface, wl versioned.Interface, resync time.Duration) *States {
+func NewStates(nodeName string, kube kubernetes.Interface, wlClient versioned.Interface, resync time.Duration) *States {
 	byNodeName := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
 	}
@@ -91,8 +91,8 @@ func NewStates(nodeName string, kube kubernetes.Interface, wl versioned.Interfac
 		nodeName:    nodeName,
 		podFactory:  informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(byNodeName), informers.WithTransform(stripManagedFields)),
 		nodeFactory: informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(byName), informers.WithTransform(stripManagedFields)),
-		nmFactory:   wlinformers.NewSharedInformerFactoryWithOptions(wl, resync, wlinformers.WithTweakListOptions(byName)),
-		qosFactory:  wlinformers.NewSharedInformerFactory(wl, resync),
+		nmFactory:   wlinformers.NewSharedInformerFactoryWithOptions(wlClient, resync, wlinformers.WithTweakListOptions(byName)),
+		qosFactory:  wlinformers.NewSharedInformerFactory(wlClient, resync),
 	}
 	s.pods = s.podFactory.Core().V1().Pods().Lister()
 	s.nodes = s.nodeFactory.Core().V1().Nodes().Lister()

@@ -62,10 +62,10 @@ type Config struct {
 // Simulator runs one simulated agent (a metric cache fed by Model, the
 // agent's predictor and its reporter) per selected node.
 type Simulator struct {
-	cfg   Config
-	kube  kubernetes.Interface
-	wl    versioned.Interface
-	clock clock.WithTicker
+	cfg      Config
+	kube     kubernetes.Interface
+	wlClient versioned.Interface
+	clock    clock.WithTicker
 
 	nodes   corelisters.NodeLister
 	pods    cache.Indexer
@@ -96,7 +96,7 @@ func (r reportRequests) RequestReport() {
 const podNodeIndex = "spec.nodeName"
 
 // New validates cfg and returns a simulator.
-func New(cfg Config, kube kubernetes.Interface, wl versioned.Interface, clk clock.WithTicker) (*Simulator, error) {
+func New(cfg Config, kube kubernetes.Interface, wlClient versioned.Interface, clk clock.WithTicker) (*Simulator, error) {
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
@@ -116,14 +116,14 @@ func New(cfg Config, kube kubernetes.Interface, wl versioned.Interface, clk cloc
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	return &Simulator{cfg: cfg, kube: kube, wl: wl, clock: clk, agents: map[string]*nodeAgent{}}, nil
+	return &Simulator{cfg: cfg, kube: kube, wlClient: wlClient, clock: clk, agents: map[string]*nodeAgent{}}, nil
 }
 
 // Run runs the simulated agents until ctx ends.
 func (s *Simulator) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	kf := informers.NewSharedInformerFactory(s.kube, 0)
-	wf := wlinformers.NewSharedInformerFactory(s.wl, 0)
+	wf := wlinformers.NewSharedInformerFactory(s.wlClient, 0)
 	s.nodes = kf.Core().V1().Nodes().Lister()
 	podInformer := kf.Core().V1().Pods().Informer()
 	if err := podInformer.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
@@ -226,7 +226,7 @@ func (s *Simulator) agentFor(ctx context.Context, node string) (*nodeAgent, erro
 	}
 	rep, err := reporter.New(reporter.Config{}, reporter.Deps{
 		NodeName:     node,
-		Client:       s.wl.WaterlineV1alpha1().NodeMetrics(),
+		Client:       s.wlClient.WaterlineV1alpha1().NodeMetrics(),
 		State:        nodeState{s: s, node: node},
 		Cache:        c,
 		Clock:        s.clock,

@@ -208,24 +208,24 @@ func (r *run) buildNodes() error {
 		capacity := qos.Capacity{CPUMilli: spec.CPUMilli, MemoryBytes: spec.MemoryBytes}
 		planner, ok := planners[capacity]
 		if !ok {
-			wl, errs := qos.BuildWaterlines(selected, capacity)
+			waterlines, errs := qos.BuildWaterlines(selected, capacity)
 			if len(errs) > 0 {
 				return fmt.Errorf("NodeQOS: %w", errs.ToAggregate())
 			}
 			var err error
-			if planner, err = qos.NewPlanner(qos.DefaultRegistry(), wl); err != nil {
+			if planner, err = qos.NewPlanner(qos.DefaultRegistry(), waterlines); err != nil {
 				return err
 			}
 			planners[capacity] = planner
 		}
-		wl := planner.Waterlines()
+		waterlines := planner.Waterlines()
 		n.evictLine = spec.CPUMilli
-		if l, ok := wl.Line(qos.ActionEvict, qos.MetricCPU); ok {
+		if l, ok := waterlines.Line(qos.ActionEvict, qos.MetricCPU); ok {
 			n.evictLine = l.Value
 		}
 		if r.policy.colocated() {
 			n.planner = planner
-			n.window = newCPUWindow(int(time.Duration(wl.CPUEviction.WindowSeconds) * time.Second / cfg.QoSInterval))
+			n.window = newCPUWindow(int(time.Duration(waterlines.CPUEviction.WindowSeconds) * time.Second / cfg.QoSInterval))
 			n.maxPerMin = float64(v1alpha1.DefaultEvictionMaxPerMinute)
 			for j, nq := range selected {
 				m := float64(*v1alpha1.NodeQOSSpecWithDefaults(&nq.Spec).Eviction.MaxPerMinute)

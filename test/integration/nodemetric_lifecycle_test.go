@@ -37,10 +37,10 @@ func TestNodeMetricLifecycle(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
 	ctx := t.Context()
-	wl := c.Waterline.WaterlineV1alpha1()
+	wlClient := c.Waterline.WaterlineV1alpha1()
 
 	mustCreate(t, func() error {
-		_, err := wl.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
+		_, err := wlClient.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "default"},
 			Spec: v1alpha1.ColocationPolicySpec{
 				CollectPolicy: &v1alpha1.NodeMetricCollectPolicy{ReportIntervalSeconds: ptr.To[int64](30)},
@@ -49,7 +49,7 @@ func TestNodeMetricLifecycle(t *testing.T) {
 		return err
 	})
 	mustCreate(t, func() error {
-		_, err := wl.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
+		_, err := wlClient.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "pool-a"},
 			Spec: v1alpha1.ColocationPolicySpec{
 				NodeSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}},
@@ -72,7 +72,7 @@ func TestNodeMetricLifecycle(t *testing.T) {
 	wantSpec := func(node string, report int64, model v1alpha1.PredictModel) {
 		t.Helper()
 		testutil.Eventually(t, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
-			nm, err := wl.NodeMetrics().Get(ctx, node, metav1.GetOptions{})
+			nm, err := wlClient.NodeMetrics().Get(ctx, node, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -92,12 +92,12 @@ func TestNodeMetricLifecycle(t *testing.T) {
 	wantSpec("n3", 30, v1alpha1.DefaultPredictModel)
 
 	// A policy change reaches every NodeMetric it selects.
-	def, err := wl.ColocationPolicies().Get(ctx, "default", metav1.GetOptions{})
+	def, err := wlClient.ColocationPolicies().Get(ctx, "default", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	def.Spec.CollectPolicy.ReportIntervalSeconds = ptr.To[int64](45)
-	if _, err := wl.ColocationPolicies().Update(ctx, def, metav1.UpdateOptions{}); err != nil {
+	if _, err := wlClient.ColocationPolicies().Update(ctx, def, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	wantSpec("n1", 45, v1alpha1.PredictBorgDefault)
@@ -116,7 +116,7 @@ func TestNodeMetricLifecycle(t *testing.T) {
 	wantSpec("n2", 45, v1alpha1.PredictBorgDefault)
 
 	// A NodeMetric deleted by hand comes back.
-	if err := wl.NodeMetrics().Delete(ctx, "n3", metav1.DeleteOptions{}); err != nil {
+	if err := wlClient.NodeMetrics().Delete(ctx, "n3", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	wantSpec("n3", 45, v1alpha1.DefaultPredictModel)
@@ -126,7 +126,7 @@ func TestNodeMetricLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
-		_, err := wl.NodeMetrics().Get(ctx, "n1", metav1.GetOptions{})
+		_, err := wlClient.NodeMetrics().Get(ctx, "n1", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	}, "NodeMetric n1 deleted with its node")
 }

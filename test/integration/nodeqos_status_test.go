@@ -29,7 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -96,11 +96,11 @@ func TestNodeQOSStatus(t *testing.T) {
 			return fmt.Errorf("matchedNodes colo-throttle=%d all-evict=%d, want 2 and 3", ct.Status.MatchedNodes, ae.Status.MatchedNodes)
 		}
 		for _, nq := range []*v1alpha1.NodeQOS{ct, ae} {
-			r := cond(nq, coreqos.ConditionMergeRefused)
+			r := cond(nq, qos.ConditionMergeRefused)
 			if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, "colo-1, colo-2") {
 				return fmt.Errorf("%s MergeRefused = %+v, want True naming colo-1, colo-2", nq.Name, r)
 			}
-			if o := cond(nq, coreqos.ConditionOverlapping); o == nil || o.Status != metav1.ConditionTrue {
+			if o := cond(nq, qos.ConditionOverlapping); o == nil || o.Status != metav1.ConditionTrue {
 				return fmt.Errorf("%s Overlapping = %+v, want True", nq.Name, o)
 			}
 			if nq.Status.ObservedGeneration != nq.Generation {
@@ -137,10 +137,10 @@ func TestNodeQOSStatus(t *testing.T) {
 			return fmt.Errorf("colo-throttle matchedNodes = %d, want 3", ct.Status.MatchedNodes)
 		}
 		for _, nq := range []*v1alpha1.NodeQOS{ct, ae} {
-			if r := cond(nq, coreqos.ConditionMergeRefused); r == nil || r.Status != metav1.ConditionFalse {
+			if r := cond(nq, qos.ConditionMergeRefused); r == nil || r.Status != metav1.ConditionFalse {
 				return fmt.Errorf("%s MergeRefused = %+v, want False", nq.Name, r)
 			}
-			if v := cond(nq, coreqos.ConditionValid); v == nil || v.Status != metav1.ConditionTrue {
+			if v := cond(nq, qos.ConditionValid); v == nil || v.Status != metav1.ConditionTrue {
 				return fmt.Errorf("%s Valid = %+v, want True", nq.Name, v)
 			}
 		}

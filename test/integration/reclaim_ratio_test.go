@@ -40,17 +40,17 @@ func TestNodeMetricCarriesTheReclaimRatio(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
 	ctx := t.Context()
-	wl := c.Waterline.WaterlineV1alpha1()
+	wlClient := c.Waterline.WaterlineV1alpha1()
 
 	mustCreate(t, func() error {
-		_, err := wl.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
+		_, err := wlClient.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "default"},
 			Spec:       v1alpha1.ColocationPolicySpec{Tiers: &v1alpha1.TierPolicy{ReclaimRatioPercent: ptr.To[int32](80)}},
 		}, metav1.CreateOptions{})
 		return err
 	})
 	mustCreate(t, func() error {
-		_, err := wl.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
+		_, err := wlClient.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "pool-a"},
 			Spec: v1alpha1.ColocationPolicySpec{
 				NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}},
@@ -71,7 +71,7 @@ func TestNodeMetricCarriesTheReclaimRatio(t *testing.T) {
 	wantRatio := func(node string, ratio int32) {
 		t.Helper()
 		testutil.Eventually(t, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
-			nm, err := wl.NodeMetrics().Get(ctx, node, metav1.GetOptions{})
+			nm, err := wlClient.NodeMetrics().Get(ctx, node, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -85,12 +85,12 @@ func TestNodeMetricCarriesTheReclaimRatio(t *testing.T) {
 	wantRatio("ra-1", 60)
 	wantRatio("ra-2", 80)
 
-	def, err := wl.ColocationPolicies().Get(ctx, "default", metav1.GetOptions{})
+	def, err := wlClient.ColocationPolicies().Get(ctx, "default", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	def.Spec.Tiers.ReclaimRatioPercent = ptr.To[int32](70)
-	if _, err := wl.ColocationPolicies().Update(ctx, def, metav1.UpdateOptions{}); err != nil {
+	if _, err := wlClient.ColocationPolicies().Update(ctx, def, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	wantRatio("ra-2", 70)
@@ -102,12 +102,12 @@ func TestNodeMetricCarriesTheReclaimRatio(t *testing.T) {
 	}
 
 	// The CRD bounds the field.
-	nm, err := wl.NodeMetrics().Get(ctx, "ra-2", metav1.GetOptions{})
+	nm, err := wlClient.NodeMetrics().Get(ctx, "ra-2", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nm.Spec.Tiers.ReclaimRatioPercent = ptr.To[int32](101)
-	_, err = wl.NodeMetrics().Update(ctx, nm, metav1.UpdateOptions{})
+	_, err = wlClient.NodeMetrics().Update(ctx, nm, metav1.UpdateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "spec.tiers.reclaimRatioPercent") {
 		t.Errorf("Updating spec.tiers.reclaimRatioPercent to 101: err %v, want a refusal naming the field", err)
 	}

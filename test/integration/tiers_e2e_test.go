@@ -52,7 +52,7 @@ func TestTiersBatchPodsLandOnlyWhereBatchFits(t *testing.T) {
 	t.Parallel()
 	c := startWithWebhooks(t, true)
 	ctx := t.Context()
-	wl := c.Waterline.WaterlineV1alpha1()
+	wlClient := c.Waterline.WaterlineV1alpha1()
 
 	if _, err := c.Kube.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "waterline-batch"}, Value: 5500}, metav1.CreateOptions{}); err != nil {
@@ -61,7 +61,7 @@ func TestTiersBatchPodsLandOnlyWhereBatchFits(t *testing.T) {
 	// Batch threshold 50 %: the Batch tier then ends well under
 	// LoadAware's 75 % CPU line, so what keeps a pod off a node here is
 	// batch-cpu, not load.
-	if _, err := wl.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
+	if _, err := wlClient.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: v1alpha1.ColocationPolicySpec{
 			Tiers: &v1alpha1.TierPolicy{BatchCPUThresholdPercent: ptr.To[int32](50), BatchMemoryThresholdPercent: ptr.To[int32](50)},
@@ -87,7 +87,7 @@ func TestTiersBatchPodsLandOnlyWhereBatchFits(t *testing.T) {
 	report := func(node string, cpu string) {
 		t.Helper()
 		testutil.Eventually(t, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
-			nm, err := wl.NodeMetrics().Get(ctx, node, metav1.GetOptions{})
+			nm, err := wlClient.NodeMetrics().Get(ctx, node, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -99,7 +99,7 @@ func TestTiersBatchPodsLandOnlyWhereBatchFits(t *testing.T) {
 					SystemUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0"), corev1.ResourceMemory: resource.MustParse("0")},
 				},
 			}
-			_, err = wl.NodeMetrics().UpdateStatus(ctx, nm, metav1.UpdateOptions{})
+			_, err = wlClient.NodeMetrics().UpdateStatus(ctx, nm, metav1.UpdateOptions{})
 			return err == nil, err
 		}, "reporting usage %s for node %s", cpu, node)
 	}

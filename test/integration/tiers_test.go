@@ -39,12 +39,12 @@ func TestTierAllocatable(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
 	ctx := t.Context()
-	wl := c.Waterline.WaterlineV1alpha1()
+	wlClient := c.Waterline.WaterlineV1alpha1()
 
 	// degradeSeconds 15: soon enough for the test to see the reset, long
 	// enough that a loaded machine still sees the tiers before it.
 	mustCreate(t, func() error {
-		_, err := wl.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
+		_, err := wlClient.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "default"},
 			Spec:       v1alpha1.ColocationPolicySpec{Tiers: &v1alpha1.TierPolicy{DegradeSeconds: ptr.To[int64](15)}},
 		}, metav1.CreateOptions{})
@@ -86,7 +86,7 @@ func TestTierAllocatable(t *testing.T) {
 	var nm *v1alpha1.NodeMetric
 	testutil.Eventually(t, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
 		var err error
-		nm, err = wl.NodeMetrics().Get(ctx, "n1", metav1.GetOptions{})
+		nm, err = wlClient.NodeMetrics().Get(ctx, "n1", metav1.GetOptions{})
 		return err == nil, err
 	}, "NodeMetric n1 created")
 	// Before the agent reports, nothing is sold (degraded).
@@ -105,7 +105,7 @@ func TestTierAllocatable(t *testing.T) {
 		},
 		ProdPeak: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("48Gi")},
 	}
-	if _, err := wl.NodeMetrics().UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
+	if _, err := wlClient.NodeMetrics().UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Mid CPU    = min(Reclaimable 20 − 8 = 12, 32 × 30 % = 9.6) = 9.6 CPU = 9600 millicores.

@@ -29,13 +29,13 @@ import (
 
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
+	"github.com/waterline-dev/waterline/pkg/agent/executor"
 	"github.com/waterline-dev/waterline/pkg/agent/predictor"
-	"github.com/waterline-dev/waterline/pkg/agent/qos"
 	"github.com/waterline-dev/waterline/pkg/agent/reporter"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/tierlimits"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 // Deps is what the agent's modules are built from. Everything in it is
@@ -58,17 +58,17 @@ type Deps struct {
 	// Recorder records Events, reported as component waterline-agent on
 	// this node. Events about pods go to the pod's namespace.
 	Recorder record.EventRecorder
-	// Registry registers a module's Prometheus collectors; they are
+	// Prometheus registers a module's collectors; they are
 	// served on --metrics-address. Name them waterline_agent_<module>_*.
-	Registry prometheus.Registerer
+	Prometheus prometheus.Registerer
 	// EvictionTimeout and MemoryEvictionsPerMinute tune the QoS executor
 	// (--eviction-timeout, --memory-evictions-per-minute); nil keeps its
 	// defaults.
 	EvictionTimeout          *time.Duration
 	MemoryEvictionsPerMinute *int32
-	// QOSMetrics are the metrics the QoS executor plans with (built-in and
+	// QoSMetrics are the metrics the QoS executor plans with (built-in and
 	// --custom-metrics); nil is cpu and memory only.
-	QOSMetrics *coreqos.Registry
+	QoSMetrics *qos.Registry
 }
 
 // addModules adds the agent's modules to a. They cycle in the order added,
@@ -95,7 +95,7 @@ func addModules(a *agent.Agent, d Deps) (*resctl.Reconciler, error) {
 	// ---------------------------------------------------------------
 
 	pred, err := predictor.New(predictor.Config{CheckpointPath: filepath.Join(d.StateDir, predictor.CheckpointFile)},
-		predictor.Deps{Clock: d.Clock, Reports: a, Registry: d.Registry})
+		predictor.Deps{Clock: d.Clock, Reports: a, Prometheus: d.Prometheus})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the %s module: %w", predictor.Name, err)
 	}
@@ -103,7 +103,7 @@ func addModules(a *agent.Agent, d Deps) (*resctl.Reconciler, error) {
 
 	// Tier enforcement and node QoS state cgroup intents; the reconciler,
 	// added after both, is the one writer of pod cgroup limits.
-	rc, err := resctl.New(d.Layout, d.Registry)
+	rc, err := resctl.New(d.Layout, d.Prometheus)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the %s module: %w", resctl.Name, err)
 	}
@@ -117,23 +117,23 @@ func addModules(a *agent.Agent, d Deps) (*resctl.Reconciler, error) {
 		return nil, fmt.Errorf("setting up the %s module: %w", tierlimits.Name, err)
 	}
 	a.Add(tiers)
-	executor, err := qos.New(qos.Config{
-		StatePath:                filepath.Join(d.StateDir, qos.StateFile),
+	exec, err := executor.New(executor.Config{
+		StatePath:                filepath.Join(d.StateDir, executor.StateFile),
 		EvictionTimeout:          d.EvictionTimeout,
 		MemoryEvictionsPerMinute: d.MemoryEvictionsPerMinute,
-	}, qos.Deps{
-		Evictor:       qos.APIEvictor{Client: d.Kube},
+	}, executor.Deps{
+		Evictor:       executor.APIEvictor{Client: d.Kube},
 		Reconciler:    rc,
 		Recorder:      d.Recorder,
 		Clock:         d.Clock,
-		Registry:      d.Registry,
+		Prometheus:    d.Prometheus,
 		RequestReport: a.RequestReport,
-		Metrics:       d.QOSMetrics,
+		QoSMetrics:    d.QoSMetrics,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("setting up the %s module: %w", qos.Name, err)
+		return nil, fmt.Errorf("setting up the %s module: %w", executor.Name, err)
 	}
-	a.Add(executor)
+	a.Add(exec)
 	a.Add(rc)
 
 	// The reporter comes last: it takes the status contributions of every
@@ -146,7 +146,7 @@ func addModules(a *agent.Agent, d Deps) (*resctl.Reconciler, error) {
 		Clock:        d.Clock,
 		Requests:     a.ReportRequests(),
 		Contributors: reporter.ContributorsOf(a.Modules()),
-		Registry:     d.Registry,
+		Prometheus:   d.Prometheus,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the %s module: %w", reporter.Name, err)

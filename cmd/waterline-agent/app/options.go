@@ -30,8 +30,8 @@ import (
 
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
+	"github.com/waterline-dev/waterline/pkg/agent/executor"
 	"github.com/waterline-dev/waterline/pkg/agent/metriccache"
-	"github.com/waterline-dev/waterline/pkg/agent/qos"
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
 )
 
@@ -110,7 +110,7 @@ type Options struct {
 	MemoryEvictionsPerMinute int32
 	// CustomMetrics is the path of a YAML file of custom metrics read from
 	// each pod's cgroup, with their attributes, that NodeQOS rules may then
-	// name (qos.CustomMetricsFile; docs/design/node-qos.md#custom-metrics).
+	// name (executor.CustomMetricsFile; docs/design/node-qos.md#custom-metrics).
 	// Empty: only the built-in metrics.
 	CustomMetrics string
 
@@ -155,8 +155,8 @@ func NewOptions() *Options {
 		MetricMemoryBudget:       "16Mi",
 		StateDir:                 "/var/lib/waterline-agent",
 		CheckpointInterval:       metriccache.DefaultCheckpointInterval,
-		EvictionTimeout:          qos.DefaultEvictionTimeout,
-		MemoryEvictionsPerMinute: qos.DefaultMemoryEvictionsPerMinute,
+		EvictionTimeout:          executor.DefaultEvictionTimeout,
+		MemoryEvictionsPerMinute: executor.DefaultMemoryEvictionsPerMinute,
 		ReleaseOnUninstall:       true,
 		PodName:                  os.Getenv("POD_NAME"),
 		PodNamespace:             os.Getenv("POD_NAMESPACE"),
@@ -222,11 +222,11 @@ func (o *Options) collectorConfig() collector.Config {
 }
 
 // customMetrics loads --custom-metrics; nil without the flag.
-func (o *Options) customMetrics() (*qos.CustomMetrics, error) {
+func (o *Options) customMetrics() (*executor.CustomMetrics, error) {
 	if o.CustomMetrics == "" {
 		return nil, nil
 	}
-	return qos.LoadCustomMetrics(o.CustomMetrics)
+	return executor.LoadCustomMetrics(o.CustomMetrics)
 }
 
 func (o *Options) cacheConfig() metriccache.Config {
@@ -243,8 +243,8 @@ func (o *Options) cacheConfig() metriccache.Config {
 	return cfg
 }
 
-func (o *Options) qosConfig() qos.Config {
-	return qos.Config{EvictionTimeout: ptr.To(o.EvictionTimeout), MemoryEvictionsPerMinute: ptr.To(o.MemoryEvictionsPerMinute)}
+func (o *Options) qosConfig() executor.Config {
+	return executor.Config{EvictionTimeout: ptr.To(o.EvictionTimeout), MemoryEvictionsPerMinute: ptr.To(o.MemoryEvictionsPerMinute)}
 }
 
 // Flag names of the fields of the component configurations the options
@@ -301,7 +301,7 @@ func (o *Options) Validate() field.ErrorList {
 	}
 	errs = appendFlagErrors(errs, mcErrs, cacheFlags)
 	if o.CustomMetrics != "" {
-		if _, err := qos.LoadCustomMetrics(o.CustomMetrics); err != nil {
+		if _, err := executor.LoadCustomMetrics(o.CustomMetrics); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("custom-metrics"), o.CustomMetrics, err.Error()))
 		}
 	}

@@ -58,7 +58,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/version"
 )
 
@@ -146,18 +146,18 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer stopRecorder()
 	rc, err := addModules(a, Deps{
-		NodeName:  o.NodeName,
-		Kube:      c.kube,
-		Waterline: c.waterline,
-		Clock:     clk,
-		Layout:    src.layout,
-		StateDir:  o.StateDir,
-		Recorder:  recorder,
-		Registry:  reg,
+		NodeName:   o.NodeName,
+		Kube:       c.kube,
+		Waterline:  c.waterline,
+		Clock:      clk,
+		Layout:     src.layout,
+		StateDir:   o.StateDir,
+		Recorder:   recorder,
+		Prometheus: reg,
 
 		EvictionTimeout:          ptr.To(o.EvictionTimeout),
 		MemoryEvictionsPerMinute: ptr.To(o.MemoryEvictionsPerMinute),
-		QOSMetrics:               src.qosMetrics,
+		QoSMetrics:               src.qosMetrics,
 	})
 	if err != nil {
 		return err
@@ -196,11 +196,11 @@ func newClients(o *Options) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
-	wl, err := versioned.NewForConfig(cfg)
+	wlClient, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Waterline client: %w", err)
 	}
-	return &clients{kube: kube, waterline: wl}, nil
+	return &clients{kube: kube, waterline: wlClient}, nil
 }
 
 // sources are what the agent reads the node with.
@@ -210,7 +210,7 @@ type sources struct {
 	cache     *metriccache.Cache
 	// qosMetrics holds the --custom-metrics a NodeQOS rule may name; nil
 	// without the flag.
-	qosMetrics *coreqos.Registry
+	qosMetrics *qos.Registry
 }
 
 // openSources detects the cgroup layout, loads --custom-metrics, starts the
@@ -230,7 +230,7 @@ func openSources(ctx context.Context, o *Options, clk clock.WithTicker) (_ *sour
 	src := &sources{layout: layout}
 	colCfg := o.collectorConfig()
 	if custom != nil {
-		colCfg.CustomMetrics, src.qosMetrics = custom.Collector, custom.Registry
+		colCfg.CustomMetrics, src.qosMetrics = custom.Collector, custom.QoSMetrics
 		logger.Info("Custom metrics", "file", o.CustomMetrics, "metrics", len(custom.Collector))
 	}
 	if src.collector, err = collector.New(colCfg, layout, clk); err != nil {

@@ -85,7 +85,7 @@ func TestUsageGaugesFollowTheLatestSample(t *testing.T) {
 	ref := func(name string) collector.PodRef {
 		return collector.PodRef{Namespace: "ns", Name: name, Band: extension.BandBatch}
 	}
-	cycle := func(pods ...collector.PodUsage) {
+	cycle := func(pods ...collector.PodSample) {
 		s := &collector.Sample{Node: collector.Usage{CPU: 2, HasCPU: true, Memory: 1 << 30, HasMemory: true}, Pods: pods}
 		if err := u.Cycle(t.Context(), &agent.Snapshot{Sample: s}); err != nil {
 			t.Fatal(err)
@@ -94,14 +94,14 @@ func TestUsageGaugesFollowTheLatestSample(t *testing.T) {
 	const header = "# HELP waterline_agent_pod_cpu_usage_cores Pod CPU usage in the latest cycle, in cores.\n# TYPE waterline_agent_pod_cpu_usage_cores gauge\n"
 
 	cycle(
-		collector.PodUsage{Pod: ref("a"), Usage: collector.Usage{CPU: 0.5, HasCPU: true, Memory: 10, HasMemory: true}},
-		collector.PodUsage{Pod: ref("new"), Usage: collector.Usage{Memory: 10, HasMemory: true}},
+		collector.PodSample{Pod: ref("a"), Usage: collector.Usage{CPU: 0.5, HasCPU: true, Memory: 10, HasMemory: true}},
+		collector.PodSample{Pod: ref("new"), Usage: collector.Usage{Memory: 10, HasMemory: true}},
 	)
 	want := header + `waterline_agent_pod_cpu_usage_cores{band="batch",namespace="ns",pod="a"} 0.5` + "\n"
 	if err := testutil.CollectAndCompare(u, strings.NewReader(want), "waterline_agent_pod_cpu_usage_cores"); err != nil {
 		t.Errorf("first cycle: %v", err)
 	}
-	cycle(collector.PodUsage{Pod: ref("new"), Usage: collector.Usage{CPU: 0.25, HasCPU: true, Memory: 10, HasMemory: true}})
+	cycle(collector.PodSample{Pod: ref("new"), Usage: collector.Usage{CPU: 0.25, HasCPU: true, Memory: 10, HasMemory: true}})
 	want = header + `waterline_agent_pod_cpu_usage_cores{band="batch",namespace="ns",pod="new"} 0.25` + "\n"
 	if err := testutil.CollectAndCompare(u, strings.NewReader(want), "waterline_agent_pod_cpu_usage_cores"); err != nil {
 		t.Errorf("after pod a left: %v", err)

@@ -44,7 +44,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
 	"github.com/waterline-dev/waterline/pkg/manager/nodemetric"
 	"github.com/waterline-dev/waterline/pkg/manager/nodeqos"
-	"github.com/waterline-dev/waterline/pkg/manager/tiers"
+	"github.com/waterline-dev/waterline/pkg/manager/nodetiers"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/agentscope"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/daemonset"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
@@ -208,11 +208,11 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 		}
 	}
 	if opts.Enabled(ControllerTiers) {
-		if err := tiers.IndexPods(context.Background(), mgr); err != nil {
+		if err := nodetiers.IndexPods(context.Background(), mgr); err != nil {
 			return fmt.Errorf("indexing pods by node: %w", err)
 		}
-		if err := (&tiers.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the %s controller: %w", tiers.ControllerName, err)
+		if err := (&nodetiers.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", nodetiers.ControllerName, err)
 		}
 	}
 	return nil

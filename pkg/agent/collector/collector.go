@@ -205,7 +205,7 @@ func (c *Collector) Collect(ctx context.Context, pods []PodRef) (*Sample, error)
 	logger := klog.FromContext(ctx)
 	start := c.clock.Now()
 	c.cycle++
-	s := &Sample{Time: start, Pods: make([]PodUsage, 0, len(pods))}
+	s := &Sample{Time: start, Pods: make([]PodSample, 0, len(pods))}
 	s.Stats.Pods = len(pods)
 
 	// A cycle reads containers once their interval has passed; a few ms
@@ -296,7 +296,7 @@ func (c *Collector) collectPod(logger klog.Logger, ref *PodRef, s *Sample, withC
 		c.afterList(*ref)
 	}
 
-	pu := PodUsage{Pod: *ref}
+	pu := PodSample{Pod: *ref}
 	if v, err := c.reader.CPUUsage(st.files); err != nil {
 		if cgroups.IsGone(err) {
 			gone(err)

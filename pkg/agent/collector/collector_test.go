@@ -176,7 +176,7 @@ func TestCollectFixtureTrees(t *testing.T) {
 				// No system CPU: three pods have no rate yet. Memory is
 				// 4096 − (500 + 1000 + 250) = 2346 MiB.
 				System: mem(2346),
-				Pods: []PodUsage{
+				Pods: []PodSample{
 					// Working sets: 600−100, 1200−200, 300−50 MiB; containers
 					// 1−0 and 599−100; 1−0, 899−150, 300−50; 1−0, 299−50.
 					{Pod: podG, Usage: mem(500), Containers: sortByID([]ContainerUsage{
@@ -214,7 +214,7 @@ func TestCollectFixtureTrees(t *testing.T) {
 				// CPU 3 − (0.5 + 1.25 + 0.25) = 1; memory 4096 − (600 +
 				// 1000 + 250) = 2246 MiB.
 				System: cpuMem(1, 2246),
-				Pods: []PodUsage{
+				Pods: []PodSample{
 					{Pod: podG, Usage: cpuMem(0.5, 600), Containers: sortByID([]ContainerUsage{
 						{ID: idGSandbox, Usage: cpuMem(0, 1)}, {ID: idGApp, Name: "app", Usage: cpuMem(0.5, 499)}})},
 					{Pod: podB, Usage: cpuMem(1.25, 1000), Containers: sortByID([]ContainerUsage{
@@ -520,7 +520,7 @@ func TestCollectContainerInterval(t *testing.T) {
 	}
 }
 
-func containerNamed(p PodUsage, name string) Usage {
+func containerNamed(p PodSample, name string) Usage {
 	for _, c := range p.Containers {
 		if c.Name == name {
 			return c.Usage

@@ -143,7 +143,7 @@ func checkCustomHierarchies(ms []CustomMetric, layout *cgroups.Layout, fldPath *
 
 // readCustom reads the pod's custom metrics into pu.Custom. A file that is
 // missing or unparsable leaves its metric out for this cycle.
-func (c *Collector) readCustom(logger klog.Logger, ref *PodRef, st *podState, pu *PodUsage, s *Sample, now time.Time) {
+func (c *Collector) readCustom(logger klog.Logger, ref *PodRef, st *podState, pu *PodSample, s *Sample, now time.Time) {
 	if len(c.custom) == 0 {
 		return
 	}

@@ -94,8 +94,8 @@ type Usage struct {
 	HasMemory bool
 }
 
-// PodUsage is one pod's usage in a sample.
-type PodUsage struct {
+// PodSample is one pod's usage read from its cgroup in one collect cycle.
+type PodSample struct {
 	Pod PodRef
 	Usage
 	// Custom holds the pod's value of each custom metric read this cycle
@@ -132,7 +132,7 @@ type Sample struct {
 	// collected pods, present only when every one of them has the metric.
 	Custom map[string]int64
 	// Pods holds the pods whose cgroup was found, in the order given.
-	Pods []PodUsage
+	Pods []PodSample
 	// ContainersCollected says whether this cycle read containers.
 	ContainersCollected bool
 	// Stats counts what the cycle skipped and why.

@@ -46,11 +46,11 @@ func benchSample(i int) *collector.Sample {
 		Time:   t0.Add(time.Duration(i) * time.Second),
 		Node:   collector.Usage{CPU: 10 + float64(i%13), HasCPU: true, Memory: 40<<30 + uint64(i%97)<<20, HasMemory: true},
 		System: collector.Usage{CPU: 1, HasCPU: true, Memory: 2 << 30, HasMemory: true},
-		Pods:   make([]collector.PodUsage, benchPods),
+		Pods:   make([]collector.PodSample, benchPods),
 	}
 	bands := []extension.Band{extension.BandProd, extension.BandMid, extension.BandBatch, extension.BandFree}
 	for p := range s.Pods {
-		s.Pods[p] = collector.PodUsage{
+		s.Pods[p] = collector.PodSample{
 			Pod:   collector.PodRef{UID: uidOf(p), Band: bands[p%4]},
 			Usage: collector.Usage{CPU: benchCPU(p, i), HasCPU: true, Memory: benchMem(p, i), HasMemory: true},
 		}

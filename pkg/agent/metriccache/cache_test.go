@@ -364,7 +364,7 @@ func TestAppendSample(t *testing.T) {
 		Time:   t0,
 		Node:   cpuMem(4, 8000),
 		System: collector.Usage{Memory: 1000, HasMemory: true}, // no CPU this cycle
-		Pods: []collector.PodUsage{
+		Pods: []collector.PodSample{
 			{Pod: collector.PodRef{UID: "a", Band: extension.BandProd}, Usage: cpuMem(1, 3000)},
 			{Pod: collector.PodRef{UID: "b", Band: ""}, Usage: cpuMem(0.5, 2000)}, // no band: Prod
 			{Pod: collector.PodRef{UID: "c", Band: extension.BandBatch}, Usage: cpuMem(1.5, 1000)},

@@ -105,7 +105,7 @@ func (l load) sample(t time.Time) *collector.Sample {
 	s := &collector.Sample{Time: t, Node: collector.Usage{CPU: l.nodeCPU, HasCPU: true, Memory: l.nodeMemory, HasMemory: true}}
 	sysCPU, sysMem := l.nodeCPU, int64(l.nodeMemory)
 	for _, pl := range l.pods {
-		s.Pods = append(s.Pods, collector.PodUsage{Pod: collector.PodRefOf(pl.pod),
+		s.Pods = append(s.Pods, collector.PodSample{Pod: collector.PodRefOf(pl.pod),
 			Usage: collector.Usage{CPU: pl.cpu, HasCPU: true, Memory: pl.memory, HasMemory: true}})
 		sysCPU -= pl.cpu
 		sysMem -= int64(pl.memory)

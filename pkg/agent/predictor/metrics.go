@@ -52,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"resource"}),
 		prodReclaimable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "waterline_agent_predictor_prod_reclaimable",
-			Help: "Prod requests predicted to stay unused, max(0, requests - peak): cpu in cores, memory in bytes.",
+			Help: "Reclaimable: what Mid is sold from, max(0, reclaim ratio x Prod requests - peak) as status.prodReclaimable reports it: cpu in cores, memory in bytes.",
 		}, []string{"resource"}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "waterline_agent_predictor_ready",

@@ -63,8 +63,8 @@ type Deps struct {
 	Clock clock.WithTicker
 	// Reports receives early-report requests; nil never asks.
 	Reports ReportRequester
-	// Registry, when set, registers the predictor's metrics.
-	Registry prometheus.Registerer
+	// Prometheus, when set, registers the predictor's metrics.
+	Prometheus prometheus.Registerer
 }
 
 // resourceKind is one predicted resource: its name in the status, its
@@ -273,7 +273,7 @@ func New(cfg Config, deps Deps) (*Predictor, error) {
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	m, err := newMetrics(deps.Registry)
+	m, err := newMetrics(deps.Prometheus)
 	if err != nil {
 		return nil, err
 	}

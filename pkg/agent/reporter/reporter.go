@@ -79,8 +79,8 @@ type Deps struct {
 	// Contributors add to every status written, in order, after the usage
 	// fields are set (see ContributorsOf).
 	Contributors []agent.StatusContributor
-	// Registry, when set, registers the reporter's metrics.
-	Registry prometheus.Registerer
+	// Prometheus, when set, registers the reporter's metrics.
+	Prometheus prometheus.Registerer
 }
 
 // ContributorsOf returns the modules that contribute to the status, in
@@ -123,7 +123,7 @@ func New(cfg Config, deps Deps) (*Reporter, error) {
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	m, err := newMetrics(deps.Registry)
+	m, err := newMetrics(deps.Prometheus)
 	if err != nil {
 		return nil, err
 	}

@@ -41,11 +41,11 @@ func benchPlanner(b *testing.B) *Planner {
 		s.AvoidanceCount = ptr.To[int32](1)
 		s.RestoreCount = ptr.To[int32](1)
 	})
-	wl, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nq}, benchNode)
+	waterlines, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nq}, benchNode)
 	if len(errs) > 0 {
 		b.Fatalf("BuildWaterlines: %v", errs)
 	}
-	p, err := NewPlanner(DefaultRegistry(), wl)
+	p, err := NewPlanner(DefaultRegistry(), waterlines)
 	if err != nil {
 		b.Fatalf("NewPlanner: %v", err)
 	}
@@ -184,7 +184,7 @@ func BenchmarkOverAction(b *testing.B) {
 	}
 	var evictPrecise, evictAll, throttlePrecise, throttleAll tally
 	for _, s := range samples {
-		wl := s.sc.planner.Waterlines()
+		waterlines := s.sc.planner.Waterlines()
 		if o, ok := s.plan.Outcome(ActionEvict, MetricMemory); ok && o.Mode == ModePrecise && o.Gap > o.Pending {
 			// Evict-all: every eligible pod.
 			pods, rel := 0, int64(0)
@@ -217,7 +217,7 @@ func BenchmarkOverAction(b *testing.B) {
 				if c.CPUQuotaMilli != NoQuota {
 					eff = min(eff, c.CPUQuotaMilli)
 				}
-				if floor := CPUFloorMilli(c, wl.Throttle.MinCPUPercent); eff > floor {
+				if floor := CPUFloorMilli(c, waterlines.Throttle.MinCPUPercent); eff > floor {
 					pods++
 					rel += eff - floor
 				}

@@ -54,14 +54,14 @@ func customRule(metric, action, threshold string) *v1alpha1.NodeQOS {
 // many are evicted as the gap needs.
 func TestCustomMetricPlan(t *testing.T) {
 	reg := customRegistry(t, CustomMetricAttributes{Name: "io_wait", ActionPriority: 3, Sortable: true, Evictable: true, EvictQuantified: true})
-	wl, errs := BuildWaterlinesWithRegistry([]*v1alpha1.NodeQOS{customRule("io_wait", "Evict", "1k")}, node10, reg)
+	waterlines, errs := BuildWaterlinesWithRegistry([]*v1alpha1.NodeQOS{customRule("io_wait", "Evict", "1k")}, node10, reg)
 	if len(errs) > 0 {
 		t.Fatalf("BuildWaterlinesWithRegistry: %v", errs)
 	}
-	if diff := cmp.Diff([]lineKey{{ActionEvict, "io_wait", 1000, 1, 3}}, keys(wl)); diff != "" {
+	if diff := cmp.Diff([]lineKey{{ActionEvict, "io_wait", 1000, 1, 3}}, keys(waterlines)); diff != "" {
 		t.Errorf("lines (-want +got):\n%s", diff)
 	}
-	p, err := NewPlanner(reg, wl)
+	p, err := NewPlanner(reg, waterlines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +96,9 @@ func TestCustomMetricRuleErrors(t *testing.T) {
 		{"threshold zero", customRule("gauge_only", "ForbidScheduling", "0"), reg, `spec.rules[0].threshold: Invalid value: "0": must be greater than 0`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wl, errs := BuildWaterlinesWithRegistry([]*v1alpha1.NodeQOS{tc.nq}, node10, tc.reg)
-			if len(wl.Lines) != 0 {
-				t.Errorf("lines = %v, want none", wl.Lines)
+			waterlines, errs := BuildWaterlinesWithRegistry([]*v1alpha1.NodeQOS{tc.nq}, node10, tc.reg)
+			if len(waterlines.Lines) != 0 {
+				t.Errorf("lines = %v, want none", waterlines.Lines)
 			}
 			if !strings.Contains(errs.ToAggregate().Error(), tc.want) {
 				t.Errorf("errors = %v, want one containing %q", errs, tc.want)
@@ -106,11 +106,11 @@ func TestCustomMetricRuleErrors(t *testing.T) {
 		})
 	}
 	// A registered sortable-only metric may carry a ForbidScheduling line.
-	wl, errs := BuildWaterlinesWithRegistry([]*v1alpha1.NodeQOS{customRule("gauge_only", "ForbidScheduling", "1.5")}, node10, reg)
+	waterlines, errs := BuildWaterlinesWithRegistry([]*v1alpha1.NodeQOS{customRule("gauge_only", "ForbidScheduling", "1.5")}, node10, reg)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if diff := cmp.Diff([]lineKey{{ActionForbidScheduling, "gauge_only", 2, 1, 3}}, keys(wl)); diff != "" {
+	if diff := cmp.Diff([]lineKey{{ActionForbidScheduling, "gauge_only", 2, 1, 3}}, keys(waterlines)); diff != "" {
 		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 }

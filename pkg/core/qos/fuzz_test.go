@@ -78,7 +78,7 @@ func FuzzBuildWaterlines(f *testing.F) {
 			s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: ptr.To[int32](65), EvictPercent: ptr.To[int32](85)}
 		})
 		capacity := Capacity{CPUMilli: cpuMilli, MemoryBytes: memBytes}
-		wl, errs := BuildWaterlines([]*v1alpha1.NodeQOS{hostile, other}, capacity)
+		waterlines, errs := BuildWaterlines([]*v1alpha1.NodeQOS{hostile, other}, capacity)
 		alone, aloneErrs := BuildWaterlines([]*v1alpha1.NodeQOS{hostile}, capacity)
 		if len(aloneErrs) == 0 {
 			if err := alone.CheckOrder(); err != nil {
@@ -92,7 +92,7 @@ func FuzzBuildWaterlines(f *testing.F) {
 		}
 		maxCPU := resource.MustParse(v1alpha1.MaxCPUUsageThreshold)
 		maxMem := resource.MustParse(v1alpha1.MaxMemoryUsageThreshold)
-		for _, l := range wl.Lines {
+		for _, l := range waterlines.Lines {
 			if l.Value <= 0 {
 				t.Fatalf("line at %d: %+v (errors %v)", l.Value, l, errs)
 			}
@@ -103,12 +103,12 @@ func FuzzBuildWaterlines(f *testing.F) {
 				t.Fatalf("memory line %d past the bound", l.Value)
 			}
 		}
-		if err := wl.CheckOrder(); err != nil {
+		if err := waterlines.CheckOrder(); err != nil {
 			var inv *InvertedLinesError
 			if !errors.As(err, &inv) {
 				t.Fatalf("CheckOrder returned %T, want *InvertedLinesError", err)
 			}
-			if _, perr := NewPlanner(DefaultRegistry(), wl); perr == nil {
+			if _, perr := NewPlanner(DefaultRegistry(), waterlines); perr == nil {
 				t.Fatal("a planner was built on an inverted merge")
 			}
 		}

@@ -163,11 +163,11 @@ const gib = int64(1) << 30
 // default registry, failing the test on any error.
 func mustPlanner(t testing.TB, nqs ...*v1alpha1.NodeQOS) *Planner {
 	t.Helper()
-	wl, errs := BuildWaterlines(nqs, node10)
+	waterlines, errs := BuildWaterlines(nqs, node10)
 	if len(errs) > 0 {
 		t.Fatalf("BuildWaterlines: %v", errs)
 	}
-	p, err := NewPlanner(DefaultRegistry(), wl)
+	p, err := NewPlanner(DefaultRegistry(), waterlines)
 	if err != nil {
 		t.Fatalf("NewPlanner: %v", err)
 	}

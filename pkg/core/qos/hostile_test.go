@@ -96,15 +96,15 @@ func TestBuildWaterlinesRefusesHostileObjects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			wl, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nodeQOS("hostile", tc.edit)}, node10)
+			waterlines, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nodeQOS("hostile", tc.edit)}, node10)
 			if len(errs) == 0 {
-				t.Fatalf("BuildWaterlines accepted the object; lines %+v", wl.Lines)
+				t.Fatalf("BuildWaterlines accepted the object; lines %+v", waterlines.Lines)
 			}
 			if got := errs.ToAggregate().Error(); !strings.Contains(got, tc.wantErr) {
 				t.Errorf("error %q does not contain %q", got, tc.wantErr)
 			}
-			if len(wl.Lines) != 0 {
-				t.Errorf("the refused object still contributed lines: %+v", wl.Lines)
+			if len(waterlines.Lines) != 0 {
+				t.Errorf("the refused object still contributed lines: %+v", waterlines.Lines)
 			}
 		})
 	}
@@ -120,12 +120,12 @@ func TestBoundsAccepted(t *testing.T) {
 		}
 		s.Eviction = &v1alpha1.EvictionPolicy{MaxPerMinute: ptr.To(v1alpha1.MaxEvictionsPerMinute)}
 	})
-	wl, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nq}, node10)
+	waterlines, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nq}, node10)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	cpu, _ := wl.Line(ActionThrottleDown, MetricCPU)
-	mem, _ := wl.Line(ActionEvict, MetricMemory)
+	cpu, _ := waterlines.Line(ActionThrottleDown, MetricCPU)
+	mem, _ := waterlines.Line(ActionEvict, MetricMemory)
 	if want := resource.MustParse(v1alpha1.MaxCPUUsageThreshold); cpu.Value != want.MilliValue() || cpu.Value <= 0 {
 		t.Errorf("cpu line %d, want %d", cpu.Value, want.MilliValue())
 	}
@@ -144,11 +144,11 @@ func TestMergeInverted(t *testing.T) {
 	b := nodeQOS("b-evict", func(s *v1alpha1.NodeQOSSpec) {
 		s.CPU = &v1alpha1.CPUWaterlines{EvictPercent: ptr.To[int32](50)}
 	})
-	wl, errs := BuildWaterlines([]*v1alpha1.NodeQOS{a, b}, node10)
+	waterlines, errs := BuildWaterlines([]*v1alpha1.NodeQOS{a, b}, node10)
 	if len(errs) > 0 {
 		t.Fatalf("each object is valid alone: %v", errs)
 	}
-	err := wl.CheckOrder()
+	err := waterlines.CheckOrder()
 	var inv *InvertedLinesError
 	if !errors.As(err, &inv) {
 		t.Fatalf("CheckOrder = %v, want an *InvertedLinesError", err)
@@ -156,7 +156,7 @@ func TestMergeInverted(t *testing.T) {
 	if got := err.Error(); !strings.Contains(got, "a-throttle") || !strings.Contains(got, "b-evict") {
 		t.Errorf("error %q does not name both NodeQOS", got)
 	}
-	if _, err := NewPlanner(DefaultRegistry(), wl); err == nil {
+	if _, err := NewPlanner(DefaultRegistry(), waterlines); err == nil {
 		t.Error("NewPlanner accepted an inverted set of lines")
 	}
 
@@ -164,8 +164,8 @@ func TestMergeInverted(t *testing.T) {
 	c := nodeQOS("c-evict", func(s *v1alpha1.NodeQOSSpec) {
 		s.CPU = &v1alpha1.CPUWaterlines{EvictPercent: ptr.To[int32](90)}
 	})
-	wl, _ = BuildWaterlines([]*v1alpha1.NodeQOS{a, c}, node10)
-	if err := wl.CheckOrder(); err != nil {
+	waterlines, _ = BuildWaterlines([]*v1alpha1.NodeQOS{a, c}, node10)
+	if err := waterlines.CheckOrder(); err != nil {
 		t.Errorf("CheckOrder of throttle 70 / evict 90 = %v", err)
 	}
 }
@@ -215,9 +215,9 @@ func TestNoLineAtZero(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			wl, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nodeQOS("tiny", edit)}, tiny)
-			if len(errs) == 0 || len(wl.Lines) != 0 {
-				t.Errorf("accepted: lines %+v", wl.Lines)
+			waterlines, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nodeQOS("tiny", edit)}, tiny)
+			if len(errs) == 0 || len(waterlines.Lines) != 0 {
+				t.Errorf("accepted: lines %+v", waterlines.Lines)
 			}
 		})
 	}

@@ -160,8 +160,8 @@ func (p *Plan) Outcome(a Action, m MetricName) (Outcome, bool) {
 // Planner plans one node's actions. It is immutable once built and safe
 // for concurrent use; Plan is a pure function of its arguments.
 type Planner struct {
-	wl      Waterlines
-	metrics []Metric // by action priority, highest first
+	waterlines Waterlines
+	metrics    []Metric // by action priority, highest first
 	// Lines of each action, ordered by their metric's action priority.
 	forbid, throttle, evict []Line
 	throttleFallback        *Metric
@@ -171,16 +171,16 @@ type Planner struct {
 // NewPlanner returns a planner for the waterlines, with the metrics of reg.
 // It copies both, so later changes to either do not reach it. It returns
 // every reason the waterlines cannot be planned with reg.
-func NewPlanner(reg *Registry, wl *Waterlines) (*Planner, error) {
-	if reg == nil || wl == nil {
+func NewPlanner(reg *Registry, waterlines *Waterlines) (*Planner, error) {
+	if reg == nil || waterlines == nil {
 		return nil, fmt.Errorf("building QoS planner: registry and waterlines are required")
 	}
-	if errs := wl.Validate(reg); len(errs) > 0 {
+	if errs := waterlines.Validate(reg); len(errs) > 0 {
 		return nil, fmt.Errorf("building QoS planner: %w", errs.ToAggregate())
 	}
-	p := &Planner{wl: *wl, metrics: reg.Metrics()}
-	p.wl.Lines = slices.Clone(wl.Lines)
-	p.wl.ProtectedNamespaces = slices.Clone(wl.ProtectedNamespaces)
+	p := &Planner{waterlines: *waterlines, metrics: reg.Metrics()}
+	p.waterlines.Lines = slices.Clone(waterlines.Lines)
+	p.waterlines.ProtectedNamespaces = slices.Clone(waterlines.ProtectedNamespaces)
 	for i := range p.metrics {
 		m := &p.metrics[i]
 		if m.Throttleable && p.throttleFallback == nil {
@@ -189,7 +189,7 @@ func NewPlanner(reg *Registry, wl *Waterlines) (*Planner, error) {
 		if m.Evictable && p.evictFallback == nil {
 			p.evictFallback = m
 		}
-		for _, l := range p.wl.Lines {
+		for _, l := range p.waterlines.Lines {
 			if l.Metric != m.Name {
 				continue
 			}
@@ -208,8 +208,8 @@ func NewPlanner(reg *Registry, wl *Waterlines) (*Planner, error) {
 
 // Waterlines returns a copy of the planner's waterlines.
 func (p *Planner) Waterlines() Waterlines {
-	w := p.wl
-	w.Lines = slices.Clone(p.wl.Lines)
+	w := p.waterlines
+	w.Lines = slices.Clone(p.waterlines.Lines)
 	return w
 }
 
@@ -250,12 +250,12 @@ type cycle struct {
 // action priority first; then throttling down, or restoring, on the pods
 // not being evicted.
 func (p *Planner) Plan(node NodeState, candidates []Candidate, h Hysteresis) Plan {
-	plan := Plan{Hysteresis: p.wl.Advance(h, node.Usage)}
+	plan := Plan{Hysteresis: p.waterlines.Advance(h, node.Usage)}
 	cy := &cycle{p: p, node: node, h: plan.Hysteresis, all: candidates, plan: &plan}
 	cy.slots = make([]slot, 0, len(candidates))
 	for i := range candidates {
 		c := &candidates[i]
-		if eligible(c, p.wl.ProtectedNamespaces...) {
+		if eligible(c, p.waterlines.ProtectedNamespaces...) {
 			cy.slots = append(cy.slots, slot{c: c, quota: c.CPUQuotaMilli})
 		}
 	}
@@ -300,9 +300,9 @@ func (cy *cycle) throttleContext(quota, remaining int64) ThrottleContext {
 	return ThrottleContext{
 		QuotaMilli:    quota,
 		Remaining:     remaining,
-		StepPercent:   cy.p.wl.Throttle.StepPercent,
-		MinCPUPercent: cy.p.wl.Throttle.MinCPUPercent,
-		NodeCPUMilli:  cy.p.wl.Capacity.CPUMilli,
+		StepPercent:   cy.p.waterlines.Throttle.StepPercent,
+		MinCPUPercent: cy.p.waterlines.Throttle.MinCPUPercent,
+		NodeCPUMilli:  cy.p.waterlines.Capacity.CPUMilli,
 	}
 }
 
@@ -439,11 +439,11 @@ func (cy *cycle) evictCPU(l Line, m *Metric, usage int64) {
 		out.Mode = ModeHold
 		cy.outcome(out)
 		cy.reasonf("Evict %s: usage %d over line %d (%s) but no full %ds window yet; evicting nothing",
-			l.Metric, usage, l.Value, l.Source, cy.p.wl.CPUEviction.WindowSeconds)
+			l.Metric, usage, l.Value, l.Source, cy.p.waterlines.CPUEviction.WindowSeconds)
 		return
 	}
 	now := cy.p.SampleBECPU(usage, cy.all)
-	chk := CheckSatisfaction(cy.p.wl.CPUEviction, l.Value, *cy.node.CPUWindow, now)
+	chk := CheckSatisfaction(cy.p.waterlines.CPUEviction, l.Value, *cy.node.CPUWindow, now)
 	if !chk.Evict() {
 		out.Mode = ModeHold
 		cy.outcome(out)
@@ -471,8 +471,8 @@ func (cy *cycle) evictCPU(l Line, m *Metric, usage int64) {
 			}
 			cy.evict(s, l.Metric, s.c.CPURequestMilli, fmt.Sprintf(
 				"BE CPU satisfaction %d%% under %d%% for %ds over evict line %d (%s); removing %dm of request, %dm left",
-				pct(now.UsageMilli, now.RequestMilli), cy.p.wl.CPUEviction.SatisfactionLowerPercent,
-				cy.p.wl.CPUEviction.WindowSeconds, l.Value, l.Source, s.c.CPURequestMilli, max(0, remaining-s.c.CPURequestMilli)))
+				pct(now.UsageMilli, now.RequestMilli), cy.p.waterlines.CPUEviction.SatisfactionLowerPercent,
+				cy.p.waterlines.CPUEviction.WindowSeconds, l.Value, l.Source, s.c.CPURequestMilli, max(0, remaining-s.c.CPURequestMilli)))
 			out.Released += s.c.CPURequestMilli
 			out.Acted++
 			remaining -= s.c.CPURequestMilli
@@ -484,7 +484,7 @@ func (cy *cycle) evictCPU(l Line, m *Metric, usage int64) {
 	cy.outcome(out)
 	cy.reasonf("Evict %s: BE usage %dm of request %dm (allowance %dm), window node average %dm over line %d (%s); need %dm of request removed to reach %d%%: evicting %d pods%s",
 		l.Metric, now.UsageMilli, now.RequestMilli, now.AllowanceMilli, cy.node.CPUWindow.NodeCPUMilli, l.Value, l.Source,
-		out.Gap, cy.p.wl.CPUEviction.SatisfactionUpperPercent, out.Acted, unclosed(remaining))
+		out.Gap, cy.p.waterlines.CPUEviction.SatisfactionUpperPercent, out.Acted, unclosed(remaining))
 }
 
 func pct(a, b int64) int64 {
@@ -668,7 +668,7 @@ func (cy *cycle) restore() {
 	gap := GapUnknown
 	var gapLine Line
 	for _, l := range cy.p.throttle {
-		up, ok := cy.p.wl.Line(ActionThrottleUp, l.Metric)
+		up, ok := cy.p.waterlines.Line(ActionThrottleUp, l.Metric)
 		if !ok {
 			up = l
 		}

@@ -141,8 +141,8 @@ func TestPlanThrottlePrecise(t *testing.T) {
 // still run, and the restore line must be the throttle line.
 func TestPlanThrottleWithoutRestoreLine(t *testing.T) {
 	p := mustPlanner(t, throttleQOS())
-	wl := p.Waterlines()
-	if _, ok := wl.Line(ActionThrottleUp, MetricCPU); !ok {
+	waterlines := p.Waterlines()
+	if _, ok := waterlines.Line(ActionThrottleUp, MetricCPU); !ok {
 		t.Fatalf("no restore line: the throttle line must stand in for it")
 	}
 	plan := p.Plan(NodeState{Usage: NodeUsage{MetricCPU: 7300}}, fourPods(), Hysteresis{})
@@ -485,12 +485,12 @@ func TestPlanEvictNotQuantified(t *testing.T) {
 	if err := reg.Register(ioMetric()); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	wl, errs := BuildWaterlines([]*v1alpha1.NodeQOS{memoryQOS()}, node10)
+	waterlines, errs := BuildWaterlines([]*v1alpha1.NodeQOS{memoryQOS()}, node10)
 	if len(errs) > 0 {
 		t.Fatalf("BuildWaterlines: %v", errs)
 	}
-	wl.Add(Line{Action: ActionEvict, Metric: "io_usage", Value: 100, AvoidanceCount: 1, RestoreCount: 1, Source: "test"})
-	p, err := NewPlanner(reg, wl)
+	waterlines.Add(Line{Action: ActionEvict, Metric: "io_usage", Value: 100, AvoidanceCount: 1, RestoreCount: 1, Source: "test"})
+	p, err := NewPlanner(reg, waterlines)
 	if err != nil {
 		t.Fatalf("NewPlanner: %v", err)
 	}
@@ -757,9 +757,9 @@ func TestPlanRestoreAfterFallback(t *testing.T) {
 }
 
 func TestNewPlannerRejectsUnknownMetrics(t *testing.T) {
-	wl := NewWaterlines(node10)
-	wl.Add(Line{Action: ActionEvict, Metric: "gpu_usage", Value: 1, AvoidanceCount: 0, RestoreCount: 1})
-	_, err := NewPlanner(DefaultRegistry(), wl)
+	waterlines := NewWaterlines(node10)
+	waterlines.Add(Line{Action: ActionEvict, Metric: "gpu_usage", Value: 1, AvoidanceCount: 0, RestoreCount: 1})
+	_, err := NewPlanner(DefaultRegistry(), waterlines)
 	if err == nil {
 		t.Fatalf("NewPlanner accepted a line of an unregistered metric")
 	}
@@ -782,9 +782,9 @@ func TestPlanCustomMetric(t *testing.T) {
 	if err := reg.Register(io); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	wl := NewWaterlines(node10)
-	wl.Add(Line{Action: ActionEvict, Metric: "io_usage", Value: 100, AvoidanceCount: 1, RestoreCount: 1, Source: "test"})
-	p, err := NewPlanner(reg, wl)
+	waterlines := NewWaterlines(node10)
+	waterlines.Add(Line{Action: ActionEvict, Metric: "io_usage", Value: 100, AvoidanceCount: 1, RestoreCount: 1, Source: "test"})
+	p, err := NewPlanner(reg, waterlines)
 	if err != nil {
 		t.Fatalf("NewPlanner: %v", err)
 	}

@@ -63,11 +63,11 @@ func randomScenario(t testing.TB, rng *rand.Rand, n int) scenario {
 		s.RestoreCount = ptr.To(int32(1 + rng.IntN(3)))
 		s.Throttle = &v1alpha1.ThrottlePolicy{StepPercent: ptr.To(int32(1 + rng.IntN(50))), MinCPUPercent: ptr.To(int32(1 + rng.IntN(50)))}
 	})
-	wl, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nq}, capacity)
+	waterlines, errs := BuildWaterlines([]*v1alpha1.NodeQOS{nq}, capacity)
 	if len(errs) > 0 {
 		t.Fatalf("BuildWaterlines: %v", errs)
 	}
-	p, err := NewPlanner(DefaultRegistry(), wl)
+	p, err := NewPlanner(DefaultRegistry(), waterlines)
 	if err != nil {
 		t.Fatalf("NewPlanner: %v", err)
 	}
@@ -146,7 +146,7 @@ func randomScenario(t testing.TB, rng *rand.Rand, n int) scenario {
 	// planned too.
 	var h Hysteresis
 	if rng.IntN(4) == 0 {
-		for _, l := range wl.Lines {
+		for _, l := range waterlines.Lines {
 			if l.Action != ActionThrottleUp {
 				h.Counters = append(h.Counters, Counter{Action: l.Action, Metric: l.Metric, Over: 1, Active: true})
 			}
@@ -195,7 +195,7 @@ func checkPlan(t *testing.T, sc scenario, plan Plan) {
 		}
 	}
 
-	wl := sc.planner.Waterlines()
+	waterlines := sc.planner.Waterlines()
 	if downOK && down.Mode == ModePrecise {
 		// Enough: what evictions release plus every pod held at its lowest
 		// possible quota.
@@ -210,7 +210,7 @@ func checkPlan(t *testing.T, sc scenario, plan Plan) {
 				possible += c.CPUUsageMilli
 				continue
 			}
-			lowest := CPUFloorMilli(c, wl.Throttle.MinCPUPercent)
+			lowest := CPUFloorMilli(c, waterlines.Throttle.MinCPUPercent)
 			if q.CurrentMilli != NoQuota {
 				lowest = min(lowest, q.CurrentMilli)
 			}

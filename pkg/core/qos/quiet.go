@@ -35,7 +35,7 @@ package qos
 // Quiet does not look at the candidates: the caller must know that none
 // holds a quota, since Plan would restore or release it.
 func (p *Planner) Quiet(node NodeState, h Hysteresis) bool {
-	for _, l := range p.wl.Lines {
+	for _, l := range p.waterlines.Lines {
 		if l.Action == ActionThrottleUp {
 			continue
 		}

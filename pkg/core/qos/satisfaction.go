@@ -50,7 +50,7 @@ func SampleBECPU(nodeCPUMilli, nodeUsageMilli int64, candidates []Candidate) BEC
 // the waterlines' protected namespaces, as Plan does; a shell whose NodeQOS
 // protect namespaces should average this one.
 func (p *Planner) SampleBECPU(nodeUsageMilli int64, candidates []Candidate) BECPU {
-	return sampleBECPU(p.wl.Capacity.CPUMilli, nodeUsageMilli, candidates, p.wl.ProtectedNamespaces)
+	return sampleBECPU(p.waterlines.Capacity.CPUMilli, nodeUsageMilli, candidates, p.waterlines.ProtectedNamespaces)
 }
 
 func sampleBECPU(nodeCPUMilli, nodeUsageMilli int64, candidates []Candidate, protectedNamespaces []string) BECPU {

@@ -129,8 +129,8 @@ func ReportNodeQOS(all []v1alpha1.NodeQOS, nodes []NodeView) map[string]*NodeQOS
 		key := fmt.Sprintf("%d/%d/%s", n.Capacity.CPUMilli, n.Capacity.MemoryBytes, strings.Join(names, ","))
 		m, ok := cache[key]
 		if !ok {
-			wl, _ := BuildWaterlines(valid, n.Capacity)
-			if err := wl.CheckOrder(); err != nil {
+			waterlines, _ := BuildWaterlines(valid, n.Capacity)
+			if err := waterlines.CheckOrder(); err != nil {
 				m.refused = err.Error()
 			}
 			cache[key] = m

@@ -44,7 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -75,13 +75,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.Client.List(ctx, nodes); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
-	views := make([]coreqos.NodeView, 0, len(nodes.Items))
+	views := make([]qos.NodeView, 0, len(nodes.Items))
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		views = append(views, coreqos.NodeView{Name: n.Name, Labels: n.Labels, Capacity: coreqos.Capacity{
+		views = append(views, qos.NodeView{Name: n.Name, Labels: n.Labels, Capacity: qos.Capacity{
 			CPUMilli: n.Status.Capacity.Cpu().MilliValue(), MemoryBytes: n.Status.Capacity.Memory().Value()}})
 	}
-	reports := coreqos.ReportNodeQOS(list.Items, views)
+	reports := qos.ReportNodeQOS(list.Items, views)
 	now := metav1.NewTime(r.Clock.Now())
 	var errs []error
 	for i := range list.Items {

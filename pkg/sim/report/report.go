@@ -271,10 +271,10 @@ func WriteMarkdown(w io.Writer, res *sim.Result) error {
 }
 
 func describe(res *sim.Result) string {
-	wl := res.Workload
+	workload := res.Workload
 	return fmt.Sprintf("workload %s: %d nodes (%.0f cores, %.0f GiB), %d services requesting %.0f %% of CPU, %d batch and %d mid jobs; %s at %ds steps, seed %d",
-		wl.Name, wl.Nodes, wl.CPUCores, wl.MemoryGiB, wl.Services, wl.ProdRequestPercent, wl.BatchJobs, wl.MidJobs,
-		hours(wl.DurationSeconds), res.StepSeconds, res.Seed)
+		workload.Name, workload.Nodes, workload.CPUCores, workload.MemoryGiB, workload.Services, workload.ProdRequestPercent, workload.BatchJobs, workload.MidJobs,
+		hours(workload.DurationSeconds), res.StepSeconds, res.Seed)
 }
 
 func hours(sec int64) string {

@@ -87,10 +87,10 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
 	// Each row's figures are the result's, formatted.
-	wl := res.Policies[2].Summary
+	waterlinePolicy := res.Policies[2].Summary
 	for _, want := range []string{
-		fmt.Sprintf("%.1f %%", wl.MeanCPUPercent),
-		fmt.Sprintf("%d / %d", wl.Batch.Completed, wl.Batch.Submitted),
+		fmt.Sprintf("%.1f %%", waterlinePolicy.MeanCPUPercent),
+		fmt.Sprintf("%d / %d", waterlinePolicy.Batch.Completed, waterlinePolicy.Batch.Submitted),
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the table does not show %q:\n%s", want, b.String())

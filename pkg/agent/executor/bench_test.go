@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos
+package executor
 
 import (
 	"context"
@@ -36,7 +36,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 type okEvictor struct{}
@@ -70,7 +70,7 @@ func benchNode(nodeCPUMilli, nodeMemGiB int64) *agent.Snapshot {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBurstable, StartTime: &metav1.Time{Time: s.Time.Add(-time.Duration(i) * time.Minute)}},
 		}
 		pods = append(pods, p)
-		s.Pods = append(s.Pods, collector.PodUsage{Pod: collector.PodRefOf(p), Usage: collector.Usage{
+		s.Pods = append(s.Pods, collector.PodSample{Pod: collector.PodRefOf(p), Usage: collector.Usage{
 			CPU: 0.1 + float64(i%7)*0.05, HasCPU: true, Memory: uint64(256+i%9*64) << 20, HasMemory: true}})
 	}
 	nq := &v1alpha1.NodeQOS{ObjectMeta: metav1.ObjectMeta{Name: "colo", UID: "nq", ResourceVersion: "1"}, Spec: v1alpha1.NodeQOSSpec{
@@ -126,7 +126,7 @@ func BenchmarkExecutorCycle(b *testing.B) {
 				for b.Loop() {
 					if bc.reset {
 						clear(e.applied)
-						e.h = coreqos.Hysteresis{}
+						e.h = qos.Hysteresis{}
 						e.bucket.tokens = float64(e.bucket.perMinute)
 						e.memBucket.tokens = float64(e.memBucket.perMinute)
 						e.WaitForEvictions(ctx)
@@ -142,11 +142,11 @@ func BenchmarkExecutorCycle(b *testing.B) {
 				b.ReportMetric(float64(evicted), "evicted")
 			})
 			b.Run("planner-baseline", func(b *testing.B) {
-				node := coreqos.NodeState{Usage: e.nodeUsage}
+				node := qos.NodeState{Usage: e.nodeUsage}
 				cands := e.cands
 				b.ReportAllocs()
 				for b.Loop() {
-					_ = e.planner.Plan(node, cands, coreqos.Hysteresis{})
+					_ = e.planner.Plan(node, cands, qos.Hysteresis{})
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/200, "ns/pod")
 			})

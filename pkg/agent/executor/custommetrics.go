@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos
+package executor
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ import (
 
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 // CustomMetricsFile is the agent's --custom-metrics file
@@ -80,8 +80,8 @@ type CustomMetricSpec struct {
 // CustomMetrics are the validated custom metrics: how the collector reads
 // them and the registry the executor plans with.
 type CustomMetrics struct {
-	Collector []collector.CustomMetric
-	Registry  *coreqos.Registry
+	Collector  []collector.CustomMetric
+	QoSMetrics *qos.Registry
 }
 
 // LoadCustomMetrics reads and validates a --custom-metrics file. Every
@@ -106,10 +106,10 @@ func LoadCustomMetrics(path string) (*CustomMetrics, error) {
 func (f *CustomMetricsFile) Build() (*CustomMetrics, error) {
 	base := field.NewPath("customMetrics", "metrics")
 	var errs field.ErrorList
-	out := &CustomMetrics{Registry: coreqos.DefaultRegistry()}
+	out := &CustomMetrics{QoSMetrics: qos.DefaultRegistry()}
 	for i, s := range f.Metrics {
 		p := base.Index(i)
-		errs = append(errs, coreqos.ValidateCustomMetricName(coreqos.MetricName(s.Name), p.Child("name"))...)
+		errs = append(errs, qos.ValidateCustomMetricName(qos.MetricName(s.Name), p.Child("name"))...)
 		if s.Throttleable {
 			errs = append(errs, field.Invalid(p.Child("throttleable"), true, "custom metrics cannot be throttled: throttling sets CPU quotas, and what a quota releases of another metric is not known; use Evict or ForbidScheduling rules"))
 		}
@@ -129,12 +129,12 @@ func (f *CustomMetricsFile) Build() (*CustomMetrics, error) {
 		return nil, errs.ToAggregate()
 	}
 	for _, s := range f.Metrics {
-		m, err := coreqos.CustomMetric(coreqos.CustomMetricAttributes{
-			Name: coreqos.MetricName(s.Name), ActionPriority: s.ActionPriority,
+		m, err := qos.CustomMetric(qos.CustomMetricAttributes{
+			Name: qos.MetricName(s.Name), ActionPriority: s.ActionPriority,
 			Sortable: s.Sortable, Evictable: s.Evictable, EvictQuantified: s.EvictQuantified,
 		})
 		if err == nil {
-			err = out.Registry.Register(m)
+			err = out.QoSMetrics.Register(m)
 		}
 		if err != nil {
 			return nil, err

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package qos is waterline-agent's node QoS executor (docs/design/node-qos.md):
+// Package executor is waterline-agent's node QoS executor (docs/design/node-qos.md):
 // every cycle it turns the NodeQOS objects that select its node into
 // waterlines, measures the node and its pods from the cycle's sample, asks
 // the pure planner (pkg/core/qos) what to do, and does it -- CPU quotas as
@@ -32,4 +32,4 @@ limitations under the License.
 // the rate limit allows, and never change anything in dry-run. It remembers
 // what it applied in memory only: after a restart no pod is throttled until
 // the planner asks again.
-package qos
+package executor

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos_test
+package executor_test
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	"github.com/waterline-dev/waterline/pkg/agent/qos"
+	"github.com/waterline-dev/waterline/pkg/agent/executor"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
 )
 
@@ -148,12 +148,12 @@ func TestPDBBlockedEvictionMovesOnToTheNextPod(t *testing.T) {
 		t.Fatalf("no eviction with Batch pods starved over the evict line; events %v", w.events())
 	}
 	refused := first[0]
-	w.evictor.refuse[refused] = fmt.Errorf("wrapped: %w", qos.ErrEvictionBlocked)
+	w.evictor.refuse[refused] = fmt.Errorf("wrapped: %w", executor.ErrEvictionBlocked)
 	// Start again with the refusal scripted: the executor has asked
 	// nobody yet.
 	w.evictor.calls, w.evictor.grace = nil, nil
 	w.restart()
-	w.evictor.refuse[refused] = fmt.Errorf("wrapped: %w", qos.ErrEvictionBlocked)
+	w.evictor.refuse[refused] = fmt.Errorf("wrapped: %w", executor.ErrEvictionBlocked)
 	for range 5 {
 		w.cycle()
 	}
@@ -204,7 +204,7 @@ func TestMemoryReliefMovesPastPDB(t *testing.T) {
 	w.addPod(batchPod("a", time.Hour), 0.1, 3)
 	w.addPod(batchPod("b", time.Hour), 0.1, 2.5)
 	w.nodeCPU, w.nodeMem = 1, 14
-	w.evictor.refuse["a"] = fmt.Errorf("wrapped: %w", qos.ErrEvictionBlocked)
+	w.evictor.refuse["a"] = fmt.Errorf("wrapped: %w", executor.ErrEvictionBlocked)
 
 	w.cycle()
 	w.cycle()
@@ -384,7 +384,7 @@ func TestDryRun(t *testing.T) {
 	}
 	var status v1alpha1.NodeMetricStatus
 	w.ex.ContributeStatus(&status)
-	if c := condition(&status, v1alpha1.ConditionForbidScheduling); c == nil || c.Status != metav1.ConditionFalse || c.Reason != qos.ReasonDryRun {
+	if c := condition(&status, v1alpha1.ConditionForbidScheduling); c == nil || c.Status != metav1.ConditionFalse || c.Reason != executor.ReasonDryRun {
 		t.Errorf("ForbidScheduling = %+v, want False/DryRun", c)
 	}
 	if got := promtest.ToFloat64(gathered(t, w, "waterline_agent_qos_evictions_total", "result", "dry_run")); got != 1 {
@@ -441,11 +441,11 @@ func TestForbidSchedulingCondition(t *testing.T) {
 		want    obs
 	}{
 		// Line 2000m; default avoidance 2, restore 3.
-		{2.5, obs{metav1.ConditionFalse, qos.ReasonUnderWaterline, t0.Add(1 * time.Second), 0}},
-		{2.5, obs{metav1.ConditionTrue, qos.ReasonOverWaterline, t0.Add(2 * time.Second), 1}},
-		{1.5, obs{metav1.ConditionTrue, qos.ReasonOverWaterline, t0.Add(2 * time.Second), 1}},
-		{1.5, obs{metav1.ConditionTrue, qos.ReasonOverWaterline, t0.Add(2 * time.Second), 1}},
-		{1.5, obs{metav1.ConditionFalse, qos.ReasonUnderWaterline, t0.Add(5 * time.Second), 2}},
+		{2.5, obs{metav1.ConditionFalse, executor.ReasonUnderWaterline, t0.Add(1 * time.Second), 0}},
+		{2.5, obs{metav1.ConditionTrue, executor.ReasonOverWaterline, t0.Add(2 * time.Second), 1}},
+		{1.5, obs{metav1.ConditionTrue, executor.ReasonOverWaterline, t0.Add(2 * time.Second), 1}},
+		{1.5, obs{metav1.ConditionTrue, executor.ReasonOverWaterline, t0.Add(2 * time.Second), 1}},
+		{1.5, obs{metav1.ConditionFalse, executor.ReasonUnderWaterline, t0.Add(5 * time.Second), 2}},
 	}
 	for i, s := range steps {
 		w.nodeCPU, w.nodeMem = s.nodeCPU, 2
@@ -540,7 +540,7 @@ func TestNoWaterlineReleasesEverything(t *testing.T) {
 	}
 	var st v1alpha1.NodeMetricStatus
 	w.ex.ContributeStatus(&st)
-	if c := condition(&st, v1alpha1.ConditionForbidScheduling); c == nil || c.Reason != qos.ReasonNoWaterline {
+	if c := condition(&st, v1alpha1.ConditionForbidScheduling); c == nil || c.Reason != executor.ReasonNoWaterline {
 		t.Errorf("ForbidScheduling = %+v, want reason NoWaterline", c)
 	}
 }
@@ -580,7 +580,7 @@ func TestKeepsOtherConditions(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	_, err := qos.New(qos.Config{EvictionRetryAfter: ptrDuration(time.Hour)}, qos.Deps{})
+	_, err := executor.New(executor.Config{EvictionRetryAfter: ptrDuration(time.Hour)}, executor.Deps{})
 	if err == nil {
 		t.Fatal("New accepted an hour's retry and no dependencies")
 	}

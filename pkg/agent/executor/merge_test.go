@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos_test
+package executor_test
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 // TestRefusedMergeKeepsLastGoodLines: a second NodeQOS, valid alone, puts
@@ -59,7 +59,7 @@ func TestRefusedMergeKeepsLastGoodLines(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		w.clock.Step(time.Second)
 		err := w.ex.Cycle(t.Context(), w.snapshot())
-		var inv *coreqos.InvertedLinesError
+		var inv *qos.InvertedLinesError
 		if !errors.As(err, &inv) {
 			t.Fatalf("cycle %d: Cycle = %v, want an *InvertedLinesError", i, err)
 		}

@@ -14,23 +14,23 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos
+package executor
 
 import (
 	"time"
 
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 // beSample is one cycle's CPU picture for the satisfaction window.
 type beSample struct {
 	t    time.Time
 	node int64
-	be   coreqos.BECPU
+	be   qos.BECPU
 }
 
-// beWindow averages the node's CPU and coreqos.SampleBECPU over the CPU
-// eviction window, as the planner wants them (coreqos.CPUWindow). It keeps
+// beWindow averages the node's CPU and qos.SampleBECPU over the CPU
+// eviction window, as the planner wants them (qos.CPUWindow). It keeps
 // its own samples rather than reading the metric cache: the cache has node
 // usage but not the Batch/Free request and allowance, and both halves of
 // the window must cover the same samples. It lives in memory: after a
@@ -46,7 +46,7 @@ type beWindow struct {
 }
 
 // add appends a sample taken at t and drops those older than window.
-func (w *beWindow) add(t time.Time, node int64, be coreqos.BECPU, window time.Duration) {
+func (w *beWindow) add(t time.Time, node int64, be qos.BECPU, window time.Duration) {
 	if n := len(w.buf); n > w.head {
 		if last := w.buf[n-1].t; t.Sub(last) > window/2 {
 			w.reset()
@@ -89,13 +89,13 @@ func (w *beWindow) reset() {
 
 // average returns the window's averages once the samples cover a whole
 // window, else nil (the planner then evicts nothing for CPU).
-func (w *beWindow) average(now time.Time, window time.Duration) *coreqos.CPUWindow {
+func (w *beWindow) average(now time.Time, window time.Duration) *qos.CPUWindow {
 	n := int64(len(w.buf) - w.head)
 	if n == 0 || now.Sub(w.start) < window {
 		return nil
 	}
-	return &coreqos.CPUWindow{
+	return &qos.CPUWindow{
 		NodeCPUMilli: w.node / n,
-		BE:           coreqos.BECPU{UsageMilli: w.usage / n, RequestMilli: w.request / n, AllowanceMilli: w.allowance / n},
+		BE:           qos.BECPU{UsageMilli: w.usage / n, RequestMilli: w.request / n, AllowanceMilli: w.allowance / n},
 	}
 }

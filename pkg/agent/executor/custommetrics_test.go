@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos_test
+package executor_test
 
 import (
 	"os"
@@ -28,8 +28,8 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
-	"github.com/waterline-dev/waterline/pkg/agent/qos"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/agent/executor"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -42,7 +42,7 @@ func writeFile(t *testing.T, body string) string {
 }
 
 func TestLoadCustomMetrics(t *testing.T) {
-	cm, err := qos.LoadCustomMetrics(writeFile(t, `
+	cm, err := executor.LoadCustomMetrics(writeFile(t, `
 metrics:
 - name: page_cache_bytes
   controller: memory
@@ -61,11 +61,11 @@ metrics:
 	if diff := cmp.Diff(want, cm.Collector); diff != "" {
 		t.Errorf("collector metrics (-want +got):\n%s", diff)
 	}
-	m, ok := cm.Registry.Get("page_cache_bytes")
+	m, ok := cm.QoSMetrics.Get("page_cache_bytes")
 	if !ok || !m.Sortable || !m.Evictable || !m.EvictQuantified || m.Throttleable || m.ActionPriority != 2 {
 		t.Errorf("registered metric = %+v (found %v), want sortable, evictable, evict-quantified, priority 2", m, ok)
 	}
-	if _, ok := cm.Registry.Get(coreqos.MetricCPU); !ok {
+	if _, ok := cm.QoSMetrics.Get(qos.MetricCPU); !ok {
 		t.Errorf("the registry lost cpu_usage")
 	}
 }
@@ -100,7 +100,7 @@ metrics:
 		{"duplicate", "metrics:\n- {name: a, controller: memory, file: memory.stat, type: gauge}\n- {name: a, controller: pids, file: pids.current, type: gauge}\n", []string{`customMetrics.metrics[1].name: Duplicate value: "a"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := qos.LoadCustomMetrics(writeFile(t, tc.body))
+			_, err := executor.LoadCustomMetrics(writeFile(t, tc.body))
 			if err == nil {
 				t.Fatal("LoadCustomMetrics succeeded, want an error")
 			}
@@ -111,7 +111,7 @@ metrics:
 			}
 		})
 	}
-	if _, err := qos.LoadCustomMetrics(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+	if _, err := executor.LoadCustomMetrics(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: error = %v, want one naming the file", err)
 	}
 }

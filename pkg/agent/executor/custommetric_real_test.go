@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos_test
+package executor_test
 
 import (
 	"slices"
@@ -34,14 +34,14 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
-	"github.com/waterline-dev/waterline/pkg/agent/qos"
+	"github.com/waterline-dev/waterline/pkg/agent/executor"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
 )
 
 // userCPUMetric is the custom metric of the real test: user CPU time from
 // cpuacct.usage_user, a counter in ns, as millicores.
-var userCPUMetric = qos.CustomMetricsFile{Metrics: []qos.CustomMetricSpec{{
+var userCPUMetric = executor.CustomMetricsFile{Metrics: []executor.CustomMetricSpec{{
 	Name: "user_cpu_millicores", Controller: "cpuacct", File: "cpuacct.usage_user", Type: "counter", Divisor: 1_000_000,
 	ActionPriority: 4, Sortable: true, Evictable: true, EvictQuantified: true,
 }}}
@@ -92,8 +92,8 @@ func TestRealCustomMetricEvict(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := &scriptedEvictor{}
-	ex, err := qos.New(qos.Config{}, qos.Deps{
-		Evictor: ev, Reconciler: rc, Recorder: record.NewFakeRecorder(1000), Clock: clock.RealClock{}, Metrics: cm.Registry,
+	ex, err := executor.New(executor.Config{}, executor.Deps{
+		Evictor: ev, Reconciler: rc, Recorder: record.NewFakeRecorder(1000), Clock: clock.RealClock{}, QoSMetrics: cm.QoSMetrics,
 	})
 	if err != nil {
 		t.Fatal(err)

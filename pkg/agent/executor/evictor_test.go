@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos_test
+package executor_test
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/waterline-dev/waterline/apis/extension"
-	"github.com/waterline-dev/waterline/pkg/agent/qos"
+	"github.com/waterline-dev/waterline/pkg/agent/executor"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
 )
 
@@ -47,9 +47,9 @@ func TestAPIEvictorTellsPDBFromAPIThrottling(t *testing.T) {
 		want       error
 		notWant    error
 	}{
-		{"pdb", pdbBody, qos.ErrEvictionBlocked, qos.ErrAPIThrottled},
-		{"pdb-without-cause", oldPDB, qos.ErrEvictionBlocked, qos.ErrAPIThrottled},
-		{"apf", apfBody, qos.ErrAPIThrottled, qos.ErrEvictionBlocked},
+		{"pdb", pdbBody, executor.ErrEvictionBlocked, executor.ErrAPIThrottled},
+		{"pdb-without-cause", oldPDB, executor.ErrEvictionBlocked, executor.ErrAPIThrottled},
+		{"apf", apfBody, executor.ErrAPIThrottled, executor.ErrEvictionBlocked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +63,7 @@ func TestAPIEvictorTellsPDBFromAPIThrottling(t *testing.T) {
 				t.Fatal(err)
 			}
 			pod := resctltest.MakePod("a").Band(extension.BandBatch).Obj()
-			err = qos.APIEvictor{Client: kube}.Evict(t.Context(), pod, nil)
+			err = executor.APIEvictor{Client: kube}.Evict(t.Context(), pod, nil)
 			if !errors.Is(err, tc.want) || errors.Is(err, tc.notWant) {
 				t.Errorf("Evict error = %v, want %v and not %v", err, tc.want, tc.notWant)
 			}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos
+package executor
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/waterline-dev/waterline/apis/extension"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 // How long the executor waits on a pod whose eviction it cannot judge.
@@ -60,7 +60,7 @@ type flight struct {
 
 type evictionResult struct {
 	pod    *corev1.Pod
-	ev     coreqos.Eviction
+	ev     qos.Eviction
 	memory bool
 	// err is the eviction's (or, for memory relief past a PDB, the
 	// delete's) error; nil when the pod is on its way out.
@@ -199,7 +199,7 @@ func (e *Executor) markLeaving(now time.Time) {
 // startEvictions hands the plan's evictions to goroutines of their own, in
 // order, within the budgets: memory relief spends the memory budget, every
 // other eviction the NodeQOS one. It never waits for the API server.
-func (e *Executor) startEvictions(ctx context.Context, logger klog.Logger, plan *coreqos.Plan, now time.Time) {
+func (e *Executor) startEvictions(ctx context.Context, logger klog.Logger, plan *qos.Plan, now time.Time) {
 	limited := [2]bool{}
 	took := false
 	for _, ev := range plan.Evictions {
@@ -222,7 +222,7 @@ func (e *Executor) startEvictions(ctx context.Context, logger klog.Logger, plan 
 			}
 			continue
 		}
-		memory := ev.Metric == coreqos.MetricMemory
+		memory := ev.Metric == qos.MetricMemory
 		bucket, which, perMinute := &e.bucket, 0, e.policy.maxPerMinute
 		if memory {
 			bucket, which, perMinute = &e.memBucket, 1, *e.cfg.MemoryEvictionsPerMinute
@@ -244,7 +244,7 @@ func (e *Executor) startEvictions(ctx context.Context, logger klog.Logger, plan 
 	}
 }
 
-func (e *Executor) startEviction(ctx context.Context, pod *corev1.Pod, ev coreqos.Eviction, memory bool) {
+func (e *Executor) startEviction(ctx context.Context, pod *corev1.Pod, ev qos.Eviction, memory bool) {
 	e.flight.mu.Lock()
 	e.flight.inflight[pod.UID] = struct{}{}
 	e.flight.mu.Unlock()

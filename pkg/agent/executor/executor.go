@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos
+package executor
 
 import (
 	"context"
@@ -45,7 +45,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 // Name is the module name of the Executor.
@@ -80,16 +80,17 @@ type Deps struct {
 	Recorder record.EventRecorder
 	// Clock times the eviction rate limit, retries and conditions.
 	Clock clock.PassiveClock
-	// Registry, when set, receives the metrics
+	// Prometheus, when set, receives the executor's own metrics
 	// (waterline_agent_qos_*).
-	Registry prometheus.Registerer
+	Prometheus prometheus.Registerer
 	// RequestReport, when set, is called when the ForbidScheduling or
 	// Throttling condition flips, so that the scheduler learns at once
 	// (agent.Agent.RequestReport).
 	RequestReport func()
-	// Metrics are the QoS metrics the planner knows; nil is
-	// coreqos.DefaultRegistry() (cpu_usage and memory_usage).
-	Metrics *coreqos.Registry
+	// QoSMetrics are the QoS metrics the planner knows (what NodeQOS
+	// lines and rules may name); nil is qos.DefaultRegistry() (cpu_usage
+	// and memory_usage).
+	QoSMetrics *qos.Registry
 }
 
 // Executor is the node QoS cycle module. Add it to the agent after the
@@ -98,18 +99,18 @@ type Executor struct {
 	cfg     Config
 	d       Deps
 	metrics *metrics
-	qosReg  *coreqos.Registry
+	qosReg  *qos.Registry
 
-	planner    *coreqos.Planner
+	planner    *qos.Planner
 	plannerKey uint64
 	refusedKey uint64 // the NodeQOS set whose merge was refused last (merge.go)
-	capacity   coreqos.Capacity
+	capacity   qos.Capacity
 	window     time.Duration
 	hasLines   bool
 	policy     policy
 
 	// What carries over between cycles, in memory only.
-	h       coreqos.Hysteresis
+	h       qos.Hysteresis
 	applied map[types.UID]int64
 	retryAt map[types.UID]time.Time
 	// wouldEvict is when a dry-run eviction of a pod was last reported.
@@ -132,13 +133,13 @@ type Executor struct {
 	pending map[types.UID]time.Time
 
 	// static caches candidates' pod-derived fields (see candidate).
-	static map[types.UID]coreqos.Candidate
+	static map[types.UID]qos.Candidate
 
 	// Per-cycle scratch, reused.
 	byUID       map[types.UID]*corev1.Pod
-	usage       map[types.UID]*collector.PodUsage
-	nodeUsage   coreqos.NodeUsage
-	cands       []coreqos.Candidate
+	usage       map[types.UID]*collector.PodSample
+	nodeUsage   qos.NodeUsage
+	cands       []qos.Candidate
 	intents     map[types.UID]resctl.Intent
 	nextApplied map[types.UID]int64
 
@@ -182,21 +183,21 @@ func New(cfg Config, d Deps) (*Executor, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("configuring the node QoS executor: %w", errs.ToAggregate())
 	}
-	m, err := newMetrics(d.Registry)
+	m, err := newMetrics(d.Prometheus)
 	if err != nil {
 		return nil, err
 	}
-	reg := d.Metrics
+	reg := d.QoSMetrics
 	if reg == nil {
-		reg = coreqos.DefaultRegistry()
+		reg = qos.DefaultRegistry()
 	}
 	e := &Executor{
 		cfg: cfg, d: d, metrics: m, qosReg: reg,
 		leaving: map[types.UID]time.Time{}, pending: map[types.UID]time.Time{},
-		applied: map[types.UID]int64{}, retryAt: map[types.UID]time.Time{}, static: map[types.UID]coreqos.Candidate{},
+		applied: map[types.UID]int64{}, retryAt: map[types.UID]time.Time{}, static: map[types.UID]qos.Candidate{},
 		wouldEvict: map[types.UID]time.Time{},
-		byUID:      map[types.UID]*corev1.Pod{}, usage: map[types.UID]*collector.PodUsage{},
-		nodeUsage: coreqos.NodeUsage{}, intents: map[types.UID]resctl.Intent{},
+		byUID:      map[types.UID]*corev1.Pod{}, usage: map[types.UID]*collector.PodSample{},
+		nodeUsage: qos.NodeUsage{}, intents: map[types.UID]resctl.Intent{},
 		nextApplied: map[types.UID]int64{},
 	}
 	e.flight.inflight = map[types.UID]struct{}{}
@@ -231,10 +232,10 @@ func (e *Executor) Cycle(ctx context.Context, s *agent.Snapshot) error {
 		e.metrics.nodeUsage.WithLabelValues(string(m)).Set(float64(v))
 	}
 	e.markLeaving(now)
-	if cpu, ok := e.nodeUsage[coreqos.MetricCPU]; ok {
+	if cpu, ok := e.nodeUsage[qos.MetricCPU]; ok {
 		e.beWin.add(s.Time, cpu, e.planner.SampleBECPU(cpu, e.cands), e.window)
 	}
-	node := coreqos.NodeState{Usage: e.nodeUsage, CPUWindow: e.beWin.average(s.Time, e.window)}
+	node := qos.NodeState{Usage: e.nodeUsage, CPUWindow: e.beWin.average(s.Time, e.window)}
 	prev := e.h
 	plan := e.planner.Plan(node, e.cands, prev)
 	e.startEvictions(ctx, logger, &plan, now)
@@ -250,7 +251,7 @@ func (e *Executor) Cycle(ctx context.Context, s *agent.Snapshot) error {
 // refresh rebuilds the planner when the NodeQOS objects, the node's labels
 // or its capacity changed.
 func (e *Executor) refresh(logger klog.Logger, s *agent.Snapshot) error {
-	capacity := coreqos.Capacity{
+	capacity := qos.Capacity{
 		CPUMilli:    s.Node.Status.Capacity.Cpu().MilliValue(),
 		MemoryBytes: s.Node.Status.Capacity.Memory().Value(),
 	}
@@ -262,29 +263,29 @@ func (e *Executor) refresh(logger klog.Logger, s *agent.Snapshot) error {
 	for i, nq := range s.NodeQOSes {
 		all[i] = *nq
 	}
-	selected, errs := coreqos.SelectNodeQOS(all, s.Node.Labels)
-	wl, buildErrs := coreqos.BuildWaterlinesWithRegistry(selected, capacity, e.qosReg)
+	selected, errs := qos.SelectNodeQOS(all, s.Node.Labels)
+	waterlines, buildErrs := qos.BuildWaterlinesWithRegistry(selected, capacity, e.qosReg)
 	errs = append(errs, buildErrs...)
-	if err := wl.CheckOrder(); err != nil {
+	if err := waterlines.CheckOrder(); err != nil {
 		return e.refuseMerge(logger, s, key, err)
 	}
 	if len(errs) > 0 {
 		logger.Error(errs.ToAggregate(), "Ignoring NodeQOS objects that cannot be applied; the valid ones still apply")
 		e.d.Recorder.Eventf(s.Node, corev1.EventTypeWarning, "InvalidNodeQOS", "Ignoring NodeQOS objects that cannot be applied: %v", errs.ToAggregate())
 	}
-	planner, err := coreqos.NewPlanner(e.qosReg, wl)
+	planner, err := qos.NewPlanner(e.qosReg, waterlines)
 	if err != nil {
 		return fmt.Errorf("planning with the waterlines of node %s: %w", s.Node.Name, err)
 	}
 	e.planner, e.plannerKey, e.capacity = planner, key, capacity
-	e.window = time.Duration(wl.CPUEviction.WindowSeconds) * time.Second
-	e.hasLines = len(wl.Lines) > 0
+	e.window = time.Duration(waterlines.CPUEviction.WindowSeconds) * time.Second
+	e.hasLines = len(waterlines.Lines) > 0
 	e.policy = policyOf(selected)
 	e.bucket.setRate(e.policy.maxPerMinute, e.d.Clock.Now())
 	e.memBucket.setRate(*e.cfg.MemoryEvictionsPerMinute, e.d.Clock.Now())
-	lines := make([]string, 0, len(wl.Lines))
+	lines := make([]string, 0, len(waterlines.Lines))
 	e.metrics.waterlines.Reset()
-	for _, l := range wl.Lines {
+	for _, l := range waterlines.Lines {
 		e.metrics.waterlines.WithLabelValues(string(l.Action), string(l.Metric)).Set(float64(l.Value))
 		lines = append(lines, fmt.Sprintf("%s %s %d (%s)", l.Action, l.Metric, l.Value, l.Source))
 	}
@@ -294,7 +295,7 @@ func (e *Executor) refresh(logger klog.Logger, s *agent.Snapshot) error {
 }
 
 // plannerKey hashes what the planner is built from.
-func plannerKey(s *agent.Snapshot, c coreqos.Capacity) uint64 {
+func plannerKey(s *agent.Snapshot, c qos.Capacity) uint64 {
 	h := fnv.New64a()
 	var buf [20]byte
 	write := func(v string) {
@@ -346,15 +347,15 @@ func (e *Executor) measure(s *agent.Snapshot, now time.Time) {
 	clear(e.byUID)
 	if s.Sample != nil {
 		if s.Sample.Node.HasCPU {
-			e.nodeUsage[coreqos.MetricCPU] = milli(s.Sample.Node.CPU)
+			e.nodeUsage[qos.MetricCPU] = milli(s.Sample.Node.CPU)
 		}
 		if s.Sample.Node.HasMemory {
-			e.nodeUsage[coreqos.MetricMemory] = int64(s.Sample.Node.Memory)
+			e.nodeUsage[qos.MetricMemory] = int64(s.Sample.Node.Memory)
 		}
 		// Custom metrics the collector reads (agent --custom-metrics): the
 		// node's value is the sum over its pods.
 		for name, v := range s.Sample.Custom {
-			e.nodeUsage[coreqos.MetricName(name)] = v
+			e.nodeUsage[qos.MetricName(name)] = v
 		}
 		for i := range s.Sample.Pods {
 			e.usage[s.Sample.Pods[i].Pod.UID] = &s.Sample.Pods[i]
@@ -369,7 +370,7 @@ func (e *Executor) measure(s *agent.Snapshot, now time.Time) {
 			}
 			delete(e.retryAt, pod.UID)
 		}
-		u := coreqos.PodUsage{CPUQuotaMilli: coreqos.NoQuota}
+		u := qos.PodUsage{CPUQuotaMilli: qos.NoQuota}
 		if q, ok := e.applied[pod.UID]; ok {
 			u.CPUQuotaMilli = q
 		}
@@ -381,9 +382,9 @@ func (e *Executor) measure(s *agent.Snapshot, now time.Time) {
 				u.MemoryBytes = int64(pu.Memory)
 			}
 			if len(pu.Custom) > 0 {
-				u.Metrics = make(map[coreqos.MetricName]int64, len(pu.Custom))
+				u.Metrics = make(map[qos.MetricName]int64, len(pu.Custom))
 				for name, v := range pu.Custom {
-					u.Metrics[coreqos.MetricName(name)] = v
+					u.Metrics[qos.MetricName(name)] = v
 				}
 			}
 		}
@@ -406,14 +407,14 @@ func (e *Executor) measure(s *agent.Snapshot, now time.Time) {
 	}
 }
 
-// candidate is coreqos.NewCandidate(pod, u), with what depends on the pod
+// candidate is qos.NewCandidate(pod, u), with what depends on the pod
 // alone (band, class, requests and limits summed over containers) kept per
 // pod object: informer objects are replaced, never changed, on update, so
 // the same pointer has the same spec and status.
-func (e *Executor) candidate(pod *corev1.Pod, u coreqos.PodUsage) coreqos.Candidate {
+func (e *Executor) candidate(pod *corev1.Pod, u qos.PodUsage) qos.Candidate {
 	c, ok := e.static[pod.UID]
 	if !ok || c.Pod != pod {
-		c = coreqos.NewCandidate(pod, coreqos.PodUsage{CPUQuotaMilli: coreqos.NoQuota})
+		c = qos.NewCandidate(pod, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})
 		e.static[pod.UID] = c
 	}
 	c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = u.CPUMilli, u.MemoryBytes, u.CPUQuotaMilli
@@ -425,7 +426,7 @@ func milli(cores float64) int64 { return int64(math.Round(cores * 1000)) }
 
 // applyQuotas remembers the plan's quotas, states them to the reconciler
 // (none in dry run) and reports every change.
-func (e *Executor) applyQuotas(logger klog.Logger, plan *coreqos.Plan, now time.Time) {
+func (e *Executor) applyQuotas(logger klog.Logger, plan *qos.Plan, now time.Time) {
 	clear(e.intents)
 	next := e.nextApplied
 	clear(next)
@@ -434,7 +435,7 @@ func (e *Executor) applyQuotas(logger klog.Logger, plan *coreqos.Plan, now time.
 		if pod == nil {
 			continue
 		}
-		if q.DesiredMilli != coreqos.NoQuota {
+		if q.DesiredMilli != qos.NoQuota {
 			if r := extension.QoSProtection(pod); r != extension.NotProtected {
 				logger.Error(nil, "Refusing to throttle a protected pod the planner chose", "pod", klog.KObj(pod), "reason", string(r))
 				continue
@@ -466,14 +467,14 @@ func (e *Executor) applyQuotas(logger klog.Logger, plan *coreqos.Plan, now time.
 	e.metrics.throttledPods.Set(float64(len(e.intents)))
 }
 
-func (e *Executor) reportQuota(logger klog.Logger, pod *corev1.Pod, q coreqos.Quota) {
+func (e *Executor) reportQuota(logger klog.Logger, pod *corev1.Pod, q qos.Quota) {
 	dry := strconv.FormatBool(e.policy.dryRun)
 	from, to := quotaString(q.CurrentMilli), quotaString(q.DesiredMilli)
 	msg := fmt.Sprintf("CPU quota %s -> %s: %s", from, to, q.Reason)
 	if e.policy.dryRun {
 		msg = "Dry run, not applied: " + msg
 	}
-	down := q.DesiredMilli != coreqos.NoQuota && (q.CurrentMilli == coreqos.NoQuota || q.DesiredMilli < q.CurrentMilli)
+	down := q.DesiredMilli != qos.NoQuota && (q.CurrentMilli == qos.NoQuota || q.DesiredMilli < q.CurrentMilli)
 	switch {
 	case down:
 		e.metrics.throttles.WithLabelValues(dry).Inc()
@@ -482,7 +483,7 @@ func (e *Executor) reportQuota(logger klog.Logger, pod *corev1.Pod, q coreqos.Qu
 	default:
 		e.metrics.restores.WithLabelValues(dry).Inc()
 		logger.V(2).Info(pick(e.policy.dryRun, "Dry run: would restore pod CPU", "Restoring pod CPU"), "pod", klog.KObj(pod), "from", from, "to", to, "reason", q.Reason)
-		if q.DesiredMilli == coreqos.NoQuota {
+		if q.DesiredMilli == qos.NoQuota {
 			e.d.Recorder.Event(pod, corev1.EventTypeNormal, pick(e.policy.dryRun, "WouldReleaseThrottle", "ThrottleReleased"), msg)
 		}
 	}
@@ -496,7 +497,7 @@ func pick(dry bool, ifDry, otherwise string) string {
 }
 
 func quotaString(q int64) string {
-	if q == coreqos.NoQuota {
+	if q == qos.NoQuota {
 		return "none"
 	}
 	return strconv.FormatInt(q, 10) + "m"
@@ -505,7 +506,7 @@ func quotaString(q int64) string {
 // setConditions updates the conditions and asks for an early report when
 // one flips, or when the NodeMetric shows another value than ours -- after
 // a restart, the previous process's conditions until the next report.
-func (e *Executor) setConditions(nm *v1alpha1.NodeMetric, plan *coreqos.Plan, now time.Time) {
+func (e *Executor) setConditions(nm *v1alpha1.NodeMetric, plan *qos.Plan, now time.Time) {
 	c := conditions{known: true}
 	switch {
 	case !e.hasLines:
@@ -565,10 +566,10 @@ func stale(nm *v1alpha1.NodeMetric, c conditions) bool {
 	return false
 }
 
-func forbidReasons(plan *coreqos.Plan) string {
+func forbidReasons(plan *qos.Plan) string {
 	var out []string
 	for _, r := range plan.Reasons {
-		if strings.HasPrefix(r, string(coreqos.ActionForbidScheduling)) {
+		if strings.HasPrefix(r, string(qos.ActionForbidScheduling)) {
 			out = append(out, r)
 		}
 	}

@@ -14,13 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package tiers publishes each node's Mid and Batch tier allocatable
+// Package nodetiers publishes each node's Mid and Batch tier allocatable
 // (waterline.dev/{mid,batch}-{cpu,memory}) on Node status, from its agent's
 // NodeMetric, its pods and its ColocationPolicy. The arithmetic is
 // pkg/core/tiers'; this controller gathers the inputs, writes the result
 // when it moved enough, and resets the tiers to zero when the NodeMetric
 // goes stale, also when no event arrives.
-package tiers
+package nodetiers
 
 import (
 	"context"
@@ -43,7 +43,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/policy"
-	coretiers "github.com/waterline-dev/waterline/pkg/core/tiers"
+	"github.com/waterline-dev/waterline/pkg/core/tiers"
 	"github.com/waterline-dev/waterline/pkg/manager"
 )
 
@@ -103,10 +103,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	resolved, _ := policy.ForNode(node.Labels, manager.Pointers(policies.Items))
 
 	now := r.Clock.Now()
-	in := coretiers.BuildInput(node, manager.Pointers(podList.Items), nm)
-	res := coretiers.Calculate(resolved.Tiers, in, now)
+	in := tiers.BuildInput(node, manager.Pointers(podList.Items), nm)
+	res := tiers.Calculate(resolved.Tiers, in, now)
 	alloc := node.Status.Allocatable
-	update, why := coretiers.ShouldUpdate(resolved.Tiers, alloc.Cpu().MilliValue(), alloc.Memory().Value(), alloc, res.Allocatable)
+	update, why := tiers.ShouldUpdate(resolved.Tiers, alloc.Cpu().MilliValue(), alloc.Memory().Value(), alloc, res.Allocatable)
 	if update {
 		patch := client.MergeFrom(node.DeepCopy())
 		for name, q := range res.ResourceList() {

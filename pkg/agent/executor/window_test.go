@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos
+package executor
 
 import (
 	"testing"
@@ -22,34 +22,34 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	coreqos "github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 )
 
 func TestBEWindow(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	be := func(u int64) coreqos.BECPU {
-		return coreqos.BECPU{UsageMilli: u, RequestMilli: 1000, AllowanceMilli: 500}
+	be := func(u int64) qos.BECPU {
+		return qos.BECPU{UsageMilli: u, RequestMilli: 1000, AllowanceMilli: 500}
 	}
 	const window = 3 * time.Second
 	var w beWindow
 	steps := []struct {
 		sec  int
 		node int64
-		want *coreqos.CPUWindow
+		want *qos.CPUWindow
 	}{
 		{1, 1000, nil}, // 0 s covered
 		{2, 2000, nil},
 		{3, 3000, nil}, // 2 s covered
 		// Samples 2, 3, 4 kept (after 4 − 3 = 1); 3 s covered since 1.
 		// Node (2000 + 3000 + 4000) ÷ 3 = 3000; BE usage (200+300+400) ÷ 3 = 300.
-		{4, 4000, &coreqos.CPUWindow{NodeCPUMilli: 3000, BE: coreqos.BECPU{UsageMilli: 300, RequestMilli: 1000, AllowanceMilli: 500}}},
-		{5, 5000, &coreqos.CPUWindow{NodeCPUMilli: 4000, BE: coreqos.BECPU{UsageMilli: 400, RequestMilli: 1000, AllowanceMilli: 500}}},
+		{4, 4000, &qos.CPUWindow{NodeCPUMilli: 3000, BE: qos.BECPU{UsageMilli: 300, RequestMilli: 1000, AllowanceMilli: 500}}},
+		{5, 5000, &qos.CPUWindow{NodeCPUMilli: 4000, BE: qos.BECPU{UsageMilli: 400, RequestMilli: 1000, AllowanceMilli: 500}}},
 		// A 5 s gap (agent stalled) is more than half the window: start over.
 		{10, 1000, nil},
 		{11, 1000, nil},
 		{12, 1000, nil},
-		{13, 1000, &coreqos.CPUWindow{NodeCPUMilli: 1000, BE: coreqos.BECPU{UsageMilli: 100, RequestMilli: 1000, AllowanceMilli: 500}}},
+		{13, 1000, &qos.CPUWindow{NodeCPUMilli: 1000, BE: qos.BECPU{UsageMilli: 100, RequestMilli: 1000, AllowanceMilli: 500}}},
 	}
 	for _, s := range steps {
 		w.add(at(s.sec), s.node, be(s.node/10), window)

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos_test
+package executor_test
 
 import (
 	"fmt"
@@ -32,7 +32,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/agent"
-	"github.com/waterline-dev/waterline/pkg/agent/qos"
+	"github.com/waterline-dev/waterline/pkg/agent/executor"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
 )
@@ -101,7 +101,7 @@ func (rs *realSetup) startAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := qos.New(qos.Config{}, qos.Deps{
+	ex, err := executor.New(executor.Config{}, executor.Deps{
 		Evictor: &scriptedEvictor{}, Reconciler: rc, Recorder: record.NewFakeRecorder(1000), Clock: clock.RealClock{},
 	})
 	if err != nil {

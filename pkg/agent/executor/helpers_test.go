@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package qos_test
+package executor_test
 
 import (
 	"context"
@@ -38,7 +38,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
 	"github.com/waterline-dev/waterline/pkg/agent/collector"
-	"github.com/waterline-dev/waterline/pkg/agent/qos"
+	"github.com/waterline-dev/waterline/pkg/agent/executor"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
 )
@@ -100,7 +100,7 @@ type world struct {
 	recorder *record.FakeRecorder
 	rc       *resctl.Reconciler
 	reg      *prometheus.Registry
-	ex       *qos.Executor
+	ex       *executor.Executor
 	reports  int
 
 	node *corev1.Node
@@ -112,7 +112,7 @@ type world struct {
 	pods []*corev1.Pod
 	// cfg is the executor's configuration, kept across restarts (its
 	// StatePath is the agent's state directory).
-	cfg qos.Config
+	cfg executor.Config
 	// use is each pod's usage by name: cores and bytes.
 	use               map[string]usage
 	nodeCPU, nodeMem  float64
@@ -137,7 +137,7 @@ func newWorld(t *testing.T, nqs ...*v1alpha1.NodeQOS) *world {
 		},
 		nqs: nqs,
 		use: map[string]usage{},
-		cfg: qos.Config{StatePath: filepath.Join(t.TempDir(), qos.StateFile)},
+		cfg: executor.Config{StatePath: filepath.Join(t.TempDir(), executor.StateFile)},
 		nm: &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1alpha1.NodeMetricStatus{Conditions: []metav1.Condition{
 			{Type: v1alpha1.ConditionForbidScheduling, Status: metav1.ConditionFalse, Reason: "UnderWaterline"},
 			{Type: v1alpha1.ConditionThrottling, Status: metav1.ConditionFalse, Reason: "NoneThrottled"},
@@ -161,8 +161,8 @@ func (w *world) restart() {
 	w.evictor = &scriptedEvictor{refuse: map[string]error{}}
 	w.recorder = record.NewFakeRecorder(1000)
 	w.reg = prometheus.NewRegistry()
-	w.ex, err = qos.New(w.cfg, qos.Deps{
-		Evictor: w.evictor, Reconciler: w.rc, Recorder: w.recorder, Clock: w.clock, Registry: w.reg,
+	w.ex, err = executor.New(w.cfg, executor.Deps{
+		Evictor: w.evictor, Reconciler: w.rc, Recorder: w.recorder, Clock: w.clock, Prometheus: w.reg,
 		RequestReport: func() { w.reports++ },
 	})
 	if err != nil {
@@ -185,7 +185,7 @@ func (w *world) snapshot() *agent.Snapshot {
 	s.Node.Memory, s.Node.HasMemory = uint64(w.nodeMem*(1<<30)), true
 	for _, p := range w.pods {
 		u := w.use[p.Name]
-		s.Pods = append(s.Pods, collector.PodUsage{Pod: collector.PodRefOf(p), Usage: collector.Usage{CPU: u.cpu, HasCPU: true, Memory: uint64(u.mem), HasMemory: true}})
+		s.Pods = append(s.Pods, collector.PodSample{Pod: collector.PodRefOf(p), Usage: collector.Usage{CPU: u.cpu, HasCPU: true, Memory: uint64(u.mem), HasMemory: true}})
 	}
 	node := w.node
 	if w.noNode {
@@ -220,7 +220,7 @@ func (w *world) quotas() map[string]int64 {
 	for _, p := range w.pods {
 		byUID[p.UID] = p.Name
 	}
-	for uid, in := range w.rc.Intents(qos.Source) {
+	for uid, in := range w.rc.Intents(executor.Source) {
 		if !in.BelowOwnLimits {
 			w.t.Errorf("intent for %s is not marked below the pod's own limits", byUID[uid])
 		}
