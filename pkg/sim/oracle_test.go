@@ -130,18 +130,18 @@ func TestOracleBetweenWaterlineAndBestEffort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	be, wl, or := res.Policies[0].Summary, res.Policies[1].Summary, res.Policies[2].Summary
+	be, waterlinePolicy, or := res.Policies[0].Summary, res.Policies[1].Summary, res.Policies[2].Summary
 	work := func(s Summary) float64 { return s.Batch.CoreHours + s.Mid.CoreHours }
 	t.Logf("batch+mid core-h: waterline %.0f, oracle %.0f, k8s-besteffort %.0f; harm %.3f / %.3f / %.3f %%; cap bound %.1f %% of node-steps",
-		work(wl), work(or), work(be), wl.ProdSLOViolationPercent, or.ProdSLOViolationPercent, be.ProdSLOViolationPercent, res.Policies[2].Oracle.CappedPercent)
+		work(waterlinePolicy), work(or), work(be), waterlinePolicy.ProdSLOViolationPercent, or.ProdSLOViolationPercent, be.ProdSLOViolationPercent, res.Policies[2].Oracle.CappedPercent)
 	if be.ProdSLOViolationPercent == 0 {
 		t.Fatal("k8s-besteffort does no harm on this workload: the oracle's cap would have nothing to do")
 	}
 	if or.ProdSLOViolationPercent != 0 || or.ProdShortfallCoreSeconds != 0 {
 		t.Errorf("oracle: Prod over its SLO %.3f %% of the time, %.0f core-s not served; want none", or.ProdSLOViolationPercent, or.ProdShortfallCoreSeconds)
 	}
-	if !(work(wl) < work(or) && work(or) <= work(be)) {
-		t.Errorf("oracle's work %.1f core-h: want above waterline's %.1f and at most k8s-besteffort's %.1f", work(or), work(wl), work(be))
+	if !(work(waterlinePolicy) < work(or) && work(or) <= work(be)) {
+		t.Errorf("oracle's work %.1f core-h: want above waterline's %.1f and at most k8s-besteffort's %.1f", work(or), work(waterlinePolicy), work(be))
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waterline-dev/waterline/pkg/manager/tiers"
+	"github.com/waterline-dev/waterline/pkg/manager/nodetiers"
 )
 
 // Phase names.
@@ -105,8 +105,8 @@ func (f *fleet) read(ctx context.Context) (counters, error) {
 	if err != nil {
 		return c, err
 	}
-	c.reconciles = sum(mgr, "controller_runtime_reconcile_total", map[string]string{"controller": tiers.ControllerName})
-	c.reconcileSeconds = sum(mgr, "controller_runtime_reconcile_time_seconds_sum", map[string]string{"controller": tiers.ControllerName})
+	c.reconciles = sum(mgr, "controller_runtime_reconcile_total", map[string]string{"controller": nodetiers.ControllerName})
+	c.reconcileSeconds = sum(mgr, "controller_runtime_reconcile_time_seconds_sum", map[string]string{"controller": nodetiers.ControllerName})
 	c.lifecycle = sum(mgr, "controller_runtime_reconcile_total", map[string]string{"controller": "nodemetric-lifecycle"})
 	return c, nil
 }
@@ -134,7 +134,7 @@ func (f *fleet) measure(ctx context.Context, t *testing.T, p phase, run int) pha
 			case <-tick.C:
 			}
 			if s, err := scrape(sctx, f.mgrURL); err == nil {
-				maxDepth = math.Max(maxDepth, sum(s, "workqueue_depth", map[string]string{"name": tiers.ControllerName}))
+				maxDepth = math.Max(maxDepth, sum(s, "workqueue_depth", map[string]string{"name": nodetiers.ControllerName}))
 			}
 		}
 	}()

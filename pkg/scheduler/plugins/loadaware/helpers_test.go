@@ -63,7 +63,7 @@ type env struct {
 	fw       framework.Framework
 	clock    *testingclock.FakeClock
 	kube     *kubefake.Clientset
-	wl       *wlfake.Clientset
+	wlClient *wlfake.Clientset
 	snapshot *cache.Snapshot
 	// events holds the Events the plugin emitted, one string each.
 	events *events.FakeRecorder
@@ -104,7 +104,7 @@ func (a *fakeActivator) reset() {
 // updateMetric writes a NodeMetric to the fake API, creating it if needed.
 func (e *env) updateMetric(nm *v1alpha1.NodeMetric) {
 	e.t.Helper()
-	client := e.wl.WaterlineV1alpha1().NodeMetrics()
+	client := e.wlClient.WaterlineV1alpha1().NodeMetrics()
 	if _, err := client.Update(e.ctx, nm, metav1.UpdateOptions{}); err != nil {
 		if _, err := client.Create(e.ctx, nm, metav1.CreateOptions{}); err != nil {
 			e.t.Fatalf("writing NodeMetric %s: %v", nm.Name, err)
@@ -138,14 +138,14 @@ func newEnv(t testing.TB, args *config.LoadAwareArgs, nodes []*corev1.Node, pods
 		ctx:       ctx,
 		clock:     testingclock.NewFakeClock(t0.Add(10 * time.Second)),
 		kube:      kubefake.NewClientset(kubeObjs...),
-		wl:        newWaterlineClient(wlObjs...),
+		wlClient:  newWaterlineClient(wlObjs...),
 		snapshot:  cache.NewSnapshot(pods, nodes),
 		events:    events.NewFakeRecorder(100),
 		activator: &fakeActivator{},
 	}
 	informerFactory := informers.NewSharedInformerFactory(e.kube, 0)
 	factory := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		pl, err := newPlugin(ctx, args, h, e.wl, e.clock)
+		pl, err := newPlugin(ctx, args, h, e.wlClient, e.clock)
 		e.pl = pl
 		return pl, err
 	}

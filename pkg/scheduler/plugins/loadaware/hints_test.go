@@ -113,7 +113,7 @@ func TestRefusedPodsActivatedWhenThePluginCatchesUp(t *testing.T) {
 	e.eventually("the activation", func() bool { return cmp.Equal(want, e.activator.names()) })
 	// Deleting the NodeMetric lets the node fit unchecked: activate again.
 	e.activator.reset()
-	if err := e.wl.WaterlineV1alpha1().NodeMetrics().Delete(e.ctx, "n", metav1.DeleteOptions{}); err != nil {
+	if err := e.wlClient.WaterlineV1alpha1().NodeMetrics().Delete(e.ctx, "n", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the activation after the deletion", func() bool { return cmp.Equal(want, e.activator.names()) })

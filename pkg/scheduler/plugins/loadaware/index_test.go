@@ -54,7 +54,7 @@ func TestNodeForgottenAndKnownAgain(t *testing.T) {
 	if s := e.filter(p, "n"); s.IsSuccess() {
 		t.Fatalf("at 15 of 16 cores used: fits, want refused")
 	}
-	if err := e.wl.WaterlineV1alpha1().NodeMetrics().Delete(e.ctx, "n", metav1.DeleteOptions{}); err != nil {
+	if err := e.wlClient.WaterlineV1alpha1().NodeMetrics().Delete(e.ctx, "n", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the node forgotten", func() bool { return e.pl.cache.get("n") == nil })

@@ -326,7 +326,7 @@ func TestAssignedPodsLeaveNoGhostLoad(t *testing.T) {
 	// cores of node usage, nothing is added: 10 + 1.7 = 11.7 / 16 = 73 %
 	// fits (counted twice it would be 10 + 3.4 + 1.7 = 94 %).
 	reported := metric("n", t0.Add(6*time.Minute)).usage("10", "8Gi").pod("ns", "big", extension.BandProd, "3", "1Gi").obj()
-	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Update(ctx, reported, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.wlClient.WaterlineV1alpha1().NodeMetrics().Update(ctx, reported, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the new NodeMetric", func() bool { return e.metricSeen("n", t0.Add(6*time.Minute)) })
@@ -337,11 +337,11 @@ func TestAssignedPodsLeaveNoGhostLoad(t *testing.T) {
 	// that does not show the pod; the plugin never takes a NodeMetric
 	// back in time, so the old one goes first (as if recreated).
 	e.clock.SetTime(t0.Add(10 * time.Second))
-	if err := e.wl.WaterlineV1alpha1().NodeMetrics().Delete(ctx, "n", metav1.DeleteOptions{}); err != nil {
+	if err := e.wlClient.WaterlineV1alpha1().NodeMetrics().Delete(ctx, "n", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the NodeMetric deleted", func() bool { return e.metricGone("n") })
-	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Create(ctx, metric("n", t0).usage("8", "8Gi").obj(), metav1.CreateOptions{}); err != nil {
+	if _, err := e.wlClient.WaterlineV1alpha1().NodeMetrics().Create(ctx, metric("n", t0).usage("8", "8Gi").obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the older NodeMetric", func() bool { return e.metricSeen("n", t0) })
@@ -412,7 +412,7 @@ func TestForcedEstimationWindowEnds(t *testing.T) {
 		t.Errorf("inside the window: fits, want refused")
 	}
 	e.clock.SetTime(t0.Add(5*time.Minute + time.Second))
-	if _, err := e.wl.WaterlineV1alpha1().NodeMetrics().Update(e.ctx, metric("n", t0.Add(5*time.Minute)).usage("8", "8Gi").pod("ns", "bound", extension.BandProd, "3", "1Gi").obj(), metav1.UpdateOptions{}); err != nil {
+	if _, err := e.wlClient.WaterlineV1alpha1().NodeMetrics().Update(e.ctx, metric("n", t0.Add(5*time.Minute)).usage("8", "8Gi").pod("ns", "bound", extension.BandProd, "3", "1Gi").obj(), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the new NodeMetric", func() bool { return e.metricSeen("n", t0.Add(5*time.Minute)) })
@@ -485,15 +485,15 @@ func TestStopsWithContext(t *testing.T) {
 func TestNewFailsWhenNodeMetricsCannotBeListed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	wl := newWaterlineClient()
-	wl.PrependReactor("list", "nodemetrics", func(k8stesting.Action) (bool, runtime.Object, error) {
+	wlClient := newWaterlineClient()
+	wlClient.PrependReactor("list", "nodemetrics", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("the server could not find the requested resource")
 	})
 	fh, err := frameworkruntime.NewFramework(ctx, nil, nil, frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(kubefake.NewClientset(), 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = newPlugin(ctx, defaultArgs(), fh, wl, testingclock.NewFakeClock(t0))
+	_, err = newPlugin(ctx, defaultArgs(), fh, wlClient, testingclock.NewFakeClock(t0))
 	if err == nil || !strings.Contains(err.Error(), "NodeMetric CRD") {
 		t.Errorf("newPlugin without NodeMetrics = %v, want an error that points at the CRD", err)
 	}
