@@ -179,7 +179,10 @@ func cgroupProcs(cg string) []int {
 	var out []int
 	for _, root := range []string{filepath.Join("/sys/fs/cgroup/cpu", cg), filepath.Join("/sys/fs/cgroup", cg)} {
 		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			if err != nil {
+				return nil //nolint:nilerr // an unreadable cgroup holds no process to list
+			}
+			if d.IsDir() || d.Name() != "cgroup.procs" {
 				return nil
 			}
 			b, _ := os.ReadFile(p)

@@ -161,7 +161,8 @@ func TestStartServersLeavesNothingOnError(t *testing.T) {
 		t.Errorf("/healthz = %d, want 200", resp.StatusCode)
 	}
 	stop()
-	if _, err := http.Get("http://" + healthAddr + "/healthz"); err == nil {
+	if resp, err := http.Get("http://" + healthAddr + "/healthz"); err == nil {
+		resp.Body.Close()
 		t.Error("the health server still answers after stop")
 	}
 }
