@@ -43,6 +43,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/kwokagent"
+	"github.com/waterline-dev/waterline/test/bench/benchutil"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -113,7 +114,7 @@ type fleet struct {
 	manager  *testutil.Process
 	kwok     *testutil.Process
 	mgrURL   string
-	pids     map[string]string // process → pid, for /proc CPU times
+	pids     map[string]int // process → pid, for /proc CPU times
 	simErr   atomic.Pointer[error]
 	leases   sync.Map // node → last written *coordinationv1.Lease
 	patchSeq atomic.Int64
@@ -235,14 +236,14 @@ func startFleet(t *testing.T, cfg fleetConfig) *fleet {
 	ctx := t.Context()
 	t0 := time.Now()
 	c := testutil.StartCluster(t, testutil.Options{})
-	f := &fleet{cfg: cfg, c: c, gate: &gate{}, pids: map[string]string{}}
-	api, etcd, err := controlPlanePIDs(c)
+	f := &fleet{cfg: cfg, c: c, gate: &gate{}, pids: map[string]int{}}
+	api, etcd, err := benchutil.ControlPlanePIDs(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.pids["apiserver"], f.pids["etcd"] = api, etcd
 	f.kwok = startKWOK(t, c)
-	f.pids["kwok"] = strconv.Itoa(f.kwok.PID())
+	f.pids["kwok"] = f.kwok.PID()
 
 	if cfg.interval != 0 {
 		policy := &v1alpha1.ColocationPolicy{
@@ -295,7 +296,7 @@ func startFleet(t *testing.T, cfg fleetConfig) *fleet {
 	// before it had these flags) to measure the old budget.
 	f.manager = c.StartManager(t, append([]string{"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port)},
 		strings.Fields(os.Getenv("CPBENCH_MANAGER_ARGS"))...)...)
-	f.pids["manager"] = strconv.Itoa(f.manager.PID())
+	f.pids["manager"] = f.manager.PID()
 	managerStarted := time.Now()
 
 	// kwok runs pods and the manager creates NodeMetrics at some tens a

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/waterline-dev/waterline/pkg/manager/nodetiers"
+	"github.com/waterline-dev/waterline/test/bench/benchutil"
 )
 
 // Phase names.
@@ -80,13 +81,13 @@ type counters struct {
 func (f *fleet) read(ctx context.Context) (counters, error) {
 	c := counters{at: time.Now(), cpu: map[string]float64{}}
 	for name, pid := range f.pids {
-		v, err := cpuSeconds(pid)
+		v, err := benchutil.CPUSeconds(pid)
 		if err != nil {
 			return c, err
 		}
 		c.cpu[name] = v
 	}
-	self, err := cpuSeconds("self")
+	self, err := benchutil.CPUSeconds(os.Getpid())
 	if err != nil {
 		return c, err
 	}
@@ -97,17 +98,17 @@ func (f *fleet) read(ctx context.Context) (counters, error) {
 		return c, err
 	}
 	const req = "apiserver_request_total"
-	c.nm = sum(api, req, map[string]string{"resource": "nodemetrics", "subresource": "status", "verb": "PUT"})
-	c.nmConflict = sum(api, req, map[string]string{"resource": "nodemetrics", "subresource": "status", "verb": "PUT", "code": "409"})
-	c.lease = sum(api, req, map[string]string{"resource": "leases", "verb": "PUT"})
-	c.nodeStatus = sum(api, req, map[string]string{"resource": "nodes", "subresource": "status", "verb": "PATCH"})
+	c.nm = benchutil.CounterOf(api, req, map[string]string{"resource": "nodemetrics", "subresource": "status", "verb": "PUT"})
+	c.nmConflict = benchutil.CounterOf(api, req, map[string]string{"resource": "nodemetrics", "subresource": "status", "verb": "PUT", "code": "409"})
+	c.lease = benchutil.CounterOf(api, req, map[string]string{"resource": "leases", "verb": "PUT"})
+	c.nodeStatus = benchutil.CounterOf(api, req, map[string]string{"resource": "nodes", "subresource": "status", "verb": "PATCH"})
 	mgr, err := scrape(ctx, f.mgrURL)
 	if err != nil {
 		return c, err
 	}
-	c.reconciles = sum(mgr, "controller_runtime_reconcile_total", map[string]string{"controller": nodetiers.ControllerName})
-	c.reconcileSeconds = sum(mgr, "controller_runtime_reconcile_time_seconds_sum", map[string]string{"controller": nodetiers.ControllerName})
-	c.lifecycle = sum(mgr, "controller_runtime_reconcile_total", map[string]string{"controller": "nodemetric-lifecycle"})
+	c.reconciles = benchutil.CounterOf(mgr, "controller_runtime_reconcile_total", map[string]string{"controller": nodetiers.ControllerName})
+	c.reconcileSeconds = benchutil.CounterOf(mgr, "controller_runtime_reconcile_time_seconds_sum", map[string]string{"controller": nodetiers.ControllerName})
+	c.lifecycle = benchutil.CounterOf(mgr, "controller_runtime_reconcile_total", map[string]string{"controller": "nodemetric-lifecycle"})
 	return c, nil
 }
 
@@ -134,7 +135,7 @@ func (f *fleet) measure(ctx context.Context, t *testing.T, p phase, run int) pha
 			case <-tick.C:
 			}
 			if s, err := scrape(sctx, f.mgrURL); err == nil {
-				maxDepth = math.Max(maxDepth, sum(s, "workqueue_depth", map[string]string{"name": nodetiers.ControllerName}))
+				maxDepth = math.Max(maxDepth, benchutil.CounterOf(s, "workqueue_depth", map[string]string{"name": nodetiers.ControllerName}))
 			}
 		}
 	}()
@@ -194,11 +195,11 @@ func buildReport(cfg fleetConfig, results []phaseResult, nodeMetricsReady, tiers
 		return func(r phaseResult) float64 { return v(r) / r.wall.Seconds() }
 	}
 	med := func(xs []float64) string {
-		lo, hi := spread(xs)
+		lo, hi := benchutil.Spread(xs)
 		if len(xs) == 1 {
 			return fmt.Sprintf("%.3g", xs[0])
 		}
-		return fmt.Sprintf("%.3g [%.3g–%.3g]", median(xs), lo, hi)
+		return fmt.Sprintf("%.3g [%.3g–%.3g]", benchutil.Median(xs), lo, hi)
 	}
 	var loads []string
 	for _, r := range results {
@@ -210,8 +211,8 @@ func buildReport(cfg fleetConfig, results []phaseResult, nodeMetricsReady, tiers
 		cfg.nodes, cfg.podsPerNode, cfg.reportInterval(), cfg.expectedRate(), cfg.window, cfg.repeats, strings.Join(loads, "; "))
 	fmt.Fprintf(&b, "Bootstrap: the manager created the %d NodeMetrics (and kwok ran the pods) %v after it started; every node sold Batch %v after the last agent started (its first report).\n\n",
 		cfg.nodes, nodeMetricsReady.Round(time.Second), tiersReady.Round(time.Second))
-	idle := median(by(phaseIdle, perSec(func(r phaseResult) float64 { return r.cpu["apiserver+etcd"] })))
-	idleMgr := median(by(phaseIdle, perSec(func(r phaseResult) float64 { return r.cpu["manager"] })))
+	idle := benchutil.Median(by(phaseIdle, perSec(func(r phaseResult) float64 { return r.cpu["apiserver+etcd"] })))
+	idleMgr := benchutil.Median(by(phaseIdle, perSec(func(r phaseResult) float64 { return r.cpu["manager"] })))
 	fmt.Fprintf(&b, "Writes per second are over the %v a phase drives load; CPU over the phase's wall time, which adds about 1 s for the last writes' work to drain and the scrapes.\n\n", cfg.window)
 	fmt.Fprintf(&b, "| phase | writes reaching the API server, /s | apiserver+etcd, cores | above idle, ms per write | manager, cores | manager tiers reconciles /s (mean ms) | manager Node status writes /s | tiers queue depth ≤ |\n|---|---|---|---|---|---|---|---|\n")
 	for _, name := range []string{phaseAgents, phaseLease, phaseNodeStatus, phaseIdle} {
@@ -247,19 +248,19 @@ func buildReport(cfg fleetConfig, results []phaseResult, nodeMetricsReady, tiers
 			mgrWrites,
 			med(by(name, func(r phaseResult) float64 { return r.maxDepth })))
 	}
-	nm := median(by(phaseAgents, func(r phaseResult) float64 {
+	nm := benchutil.Median(by(phaseAgents, func(r phaseResult) float64 {
 		return (r.cpu["apiserver+etcd"] - idle*r.wall.Seconds()) / max(r.nodeMetricWrites, 1)
 	}))
-	lease := median(by(phaseLease, func(r phaseResult) float64 {
+	lease := benchutil.Median(by(phaseLease, func(r phaseResult) float64 {
 		return (r.cpu["apiserver+etcd"] - idle*r.wall.Seconds()) / max(r.leaseWrites, 1)
 	}))
-	patch := median(by(phaseNodeStatus, func(r phaseResult) float64 {
+	patch := benchutil.Median(by(phaseNodeStatus, func(r phaseResult) float64 {
 		return (r.cpu["apiserver+etcd"] - idle*r.wall.Seconds()) / max(r.nodeStatusPatches, 1)
 	}))
-	mgr := median(by(phaseAgents, func(r phaseResult) float64 {
+	mgr := benchutil.Median(by(phaseAgents, func(r phaseResult) float64 {
 		return (r.cpu["manager"] - idleMgr*r.wall.Seconds()) / max(r.nodeMetricWrites, 1)
 	}))
-	agentsCPU := median(by(phaseAgents, func(r phaseResult) float64 { return r.cpu["self"] / max(r.nodeMetricWrites, 1) }))
+	agentsCPU := benchutil.Median(by(phaseAgents, func(r phaseResult) float64 { return r.cpu["self"] / max(r.nodeMetricWrites, 1) }))
 	n := float64(cfg.nodes)
 	fmt.Fprintf(&b, "\nPer write above idle (apiserver+etcd idle %.3f cores, manager idle %.4f cores): NodeMetric report %.2f ms (+ manager %.3f ms), Lease renew %.2f ms, Node status patch %.2f ms; ratio NodeMetric / Node status patch %.2f×, NodeMetric / Lease %.2f×. The test process (%d simulated agents and the harness) spent %.2f ms per report.\n\n",
 		idle, idleMgr, 1000*nm, 1000*mgr, 1000*lease, 1000*patch, nm/patch, nm/lease, cfg.nodes, 1000*agentsCPU)

@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waterline-dev/waterline/test/bench/benchutil"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -73,9 +74,9 @@ func TestSchedulerThroughput(t *testing.T) {
 	c := testutil.StartCluster(t, testutil.Options{})
 	bins.waterline = testutil.BuildBinary(t, "waterline-scheduler")
 	cp := [2]int{}
-	cp[0], cp[1] = controlPlanePIDs(c)
-	if cp[0] == 0 {
-		t.Logf("kube-apiserver's process not found: its CPU is not reported")
+	var err error
+	if cp[0], cp[1], err = benchutil.ControlPlanePIDs(c); err != nil {
+		t.Logf("The control plane's CPU is not reported: %v", err)
 	}
 
 	t0 := time.Now()
@@ -99,7 +100,7 @@ func TestSchedulerThroughput(t *testing.T) {
 			}
 			r := runOnce(t, c, bins, v, run, pods, cp, pprofSeconds)
 			t.Logf("%-8s run %d: %6.1f pods/s, CPU %.2f ms/pod, control plane CPU %.2f ms/pod, p99 create→bound %.2f s, attempts unschedulable %v",
-				v.name, run, r.podsPerSec(), 1000*r.cpuPerPod(), 1000*r.apiCPU/float64(r.pods), percentile(r.latencies, 99), r.unschedAtt)
+				v.name, run, r.podsPerSec(), 1000*r.cpuPerPod(), 1000*r.apiCPU/float64(r.pods), benchutil.Percentile(r.latencies, 99), r.unschedAtt)
 			results = append(results, r)
 		}
 		// Rotate the order, so that no variant always runs first or
@@ -171,8 +172,8 @@ func buildReport(nodes, pods, repeats int, results []result) string {
 		var medians [3]float64
 		for i, v := range []variant{deployed, defaults, stock} {
 			xs := byVariant(results, v.name, f)
-			m := median(xs)
-			lo, hi := spread(xs)
+			m := benchutil.Median(xs)
+			lo, hi := benchutil.Spread(xs)
 			medians[i] = m
 			cells[i] = "—"
 			if !math.IsNaN(m) {
@@ -186,8 +187,8 @@ func buildReport(nodes, pods, repeats int, results []result) string {
 	row("scheduler CPU per pod, ms", 1000, "%.2f", result.cpuPerPod)
 	row("apiserver+etcd CPU per pod, ms", 1000, "%.2f", func(r result) float64 { return r.apiCPU / float64(r.pods) })
 	row("wall, s (first create → last bound)", 1, "%.1f", func(r result) float64 { return r.wall.Seconds() })
-	row("p50 create → bound, s", 1, "%.2f", func(r result) float64 { return percentile(r.latencies, 50) })
-	row("p99 create → bound, s", 1, "%.2f", func(r result) float64 { return percentile(r.latencies, 99) })
+	row("p50 create → bound, s", 1, "%.2f", func(r result) float64 { return benchutil.Percentile(r.latencies, 50) })
+	row("p99 create → bound, s", 1, "%.2f", func(r result) float64 { return benchutil.Percentile(r.latencies, 99) })
 	row("p99 pod_scheduling_sli_duration, s", 1, "%.2f", func(r result) float64 { return r.sliP99 })
 	row("mean scheduling_attempt_duration, ms", 1000, "%.2f", func(r result) float64 { return r.attemptMean })
 	row("p99 scheduling_attempt_duration, ms", 1000, "%.2f", func(r result) float64 { return r.attemptP99 })
@@ -213,7 +214,7 @@ func buildReport(nodes, pods, repeats int, results []result) string {
 		key := k.plugin + "/" + k.point
 		f := func(r result) float64 { return r.plugin[key] }
 		cell := func(v variant) string {
-			x := median(byVariant(results, v.name, f))
+			x := benchutil.Median(byVariant(results, v.name, f))
 			if math.IsNaN(x) {
 				return "—"
 			}
@@ -222,7 +223,7 @@ func buildReport(nodes, pods, repeats int, results []result) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", key, cell(deployed), cell(defaults), cell(stock))
 	}
 	f := func(key string) float64 {
-		return median(byVariant(results, deployed.name, func(r result) float64 { return r.plugin[key] }))
+		return benchutil.Median(byVariant(results, deployed.name, func(r result) float64 { return r.plugin[key] }))
 	}
 	fmt.Fprintf(&b, "\nIn the deployed runs: LoadAware/Fit per call: Filter %.2f×, Score %.2f×.\n",
 		f("LoadAware/Filter")/f("NodeResourcesFit/Filter"), f("LoadAware/Score")/f("NodeResourcesFit/Score"))

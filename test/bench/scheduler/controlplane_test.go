@@ -36,6 +36,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/test/bench/benchutil"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -167,9 +168,9 @@ func TestControlPlaneWrites(t *testing.T) {
 
 	c := testutil.StartCluster(t, testutil.Options{})
 	cp := [2]int{}
-	cp[0], cp[1] = controlPlanePIDs(c)
-	if cp[0] == 0 || cp[1] == 0 {
-		t.Fatalf("kube-apiserver (pid %d) or etcd (pid %d) not found in /proc: cannot measure their CPU", cp[0], cp[1])
+	var err error
+	if cp[0], cp[1], err = benchutil.ControlPlanePIDs(c); err != nil {
+		t.Fatalf("Cannot measure the control plane's CPU: %v", err)
 	}
 	ctx := t.Context()
 	t0 := time.Now()
@@ -228,16 +229,16 @@ func TestControlPlaneWrites(t *testing.T) {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Control plane CPU per write: %d nodes, %d writes/s for %d s, %d runs each (rotating order)\n\n", nodes, rate, seconds, repeats)
-	ilo, ihi := spread(idle)
-	fmt.Fprintf(&b, "apiserver+etcd idle: %.3f cores [%.3f–%.3f], subtracted.\n\n", median(idle), ilo, ihi)
+	ilo, ihi := benchutil.Spread(idle)
+	fmt.Fprintf(&b, "apiserver+etcd idle: %.3f cores [%.3f–%.3f], subtracted.\n\n", benchutil.Median(idle), ilo, ihi)
 	fmt.Fprintf(&b, "| write | apiserver+etcd CPU per write, ms: median [min–max] | achieved rate, /s | ratio to Node status patch |\n|---|---|---|---|\n")
-	base := median(perWrite[nodeStatusPatch.name])
+	base := benchutil.Median(perWrite[nodeStatusPatch.name])
 	for _, k := range kinds {
-		m := median(perWrite[k.name])
-		lo, hi := spread(perWrite[k.name])
-		fmt.Fprintf(&b, "| %s | %.3f [%.3f–%.3f] | %.0f | %.2f× |\n", k.name, 1000*m, 1000*lo, 1000*hi, median(achieved[k.name]), m/base)
+		m := benchutil.Median(perWrite[k.name])
+		lo, hi := benchutil.Spread(perWrite[k.name])
+		fmt.Fprintf(&b, "| %s | %.3f [%.3f–%.3f] | %.0f | %.2f× |\n", k.name, 1000*m, 1000*lo, 1000*hi, benchutil.Median(achieved[k.name]), m/base)
 	}
-	nm, patch, lease := median(perWrite[nodeMetricWrite.name]), base, median(perWrite[leaseRenew.name])
+	nm, patch, lease := benchutil.Median(perWrite[nodeMetricWrite.name]), base, benchutil.Median(perWrite[leaseRenew.name])
 	fmt.Fprintf(&b, "\nAt 5,000 nodes: NodeMetrics every 60 s = 83.3 writes/s → %.2f cores; kubelet Leases every 10 s = 500/s → %.2f cores, Node status every 5 min = 16.7/s → %.2f cores.\n",
 		83.3*nm, 500*lease, 16.7*patch)
 	t.Log("\n" + b.String())

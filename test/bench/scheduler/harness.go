@@ -29,11 +29,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +47,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/test/bench/benchutil"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -369,42 +368,6 @@ var pluginKeys = []struct{ plugin, point string }{
 
 var phaseKeys = []string{"PreFilter", "Filter", "PreScore", "Score", "Reserve", "Bind"}
 
-// controlPlanePIDs finds kube-apiserver (by its secure port) and its etcd
-// (by the client URL the apiserver names), for their CPU time.
-func controlPlanePIDs(c *testutil.Cluster) (apiserver, etcd int) {
-	u, err := url.Parse(c.Config.Host)
-	if err != nil {
-		return 0, 0
-	}
-	port := u.Port()
-	apiserver = findProcess("kube-apiserver", "--secure-port="+port)
-	if apiserver == 0 {
-		return 0, 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", apiserver))
-	if err != nil {
-		return apiserver, 0
-	}
-	for _, arg := range splitNUL(b) {
-		if v, ok := strings.CutPrefix(arg, "--etcd-servers="); ok {
-			etcd = findProcess("etcd", "--listen-client-urls="+v)
-		}
-	}
-	return apiserver, etcd
-}
-
-func splitNUL(b []byte) []string {
-	var out []string
-	start := 0
-	for i, c := range b {
-		if c == 0 {
-			out = append(out, string(b[start:i]))
-			start = i + 1
-		}
-	}
-	return out
-}
-
 // schedulerBins are the binaries the variants run.
 type schedulerBins struct {
 	waterline, stock string
@@ -454,7 +417,7 @@ func runOnce(t testing.TB, c *testutil.Cluster, bins schedulerBins, v variant, r
 	factory.Start(infCtx.Done())
 	factory.WaitForCacheSync(infCtx.Done())
 
-	cpu0, err := cpuSeconds(s.p.PID())
+	cpu0, err := benchutil.CPUSeconds(s.p.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +471,7 @@ func runOnce(t testing.TB, c *testutil.Cluster, bins schedulerBins, v variant, r
 			t.Fatalf("%s run %d: only %d of %d pods bound in time (scheduler log: %s)", v.name, run, len(bound), m, s.p.LogPath)
 		}
 	}
-	cpu1, err := cpuSeconds(s.p.PID())
+	cpu1, err := benchutil.CPUSeconds(s.p.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,18 +509,18 @@ func runOnce(t testing.TB, c *testutil.Cluster, bins schedulerBins, v variant, r
 		res.latencies = append(res.latencies, bound[name].Sub(created[i]).Seconds())
 	}
 	mu.Unlock()
-	samples := parseMetrics(string(page))
-	res.sliP99 = histogramOf(samples, "scheduler_pod_scheduling_sli_duration_seconds", nil).quantile(0.99)
-	att := histogramOf(samples, "scheduler_scheduling_attempt_duration_seconds", map[string]string{"result": "scheduled"})
-	res.attemptP99, res.attemptMean = att.quantile(0.99), att.mean()
-	res.unschedAtt = counterOf(samples, "scheduler_schedule_attempts_total", map[string]string{"result": "unschedulable"})
+	samples := benchutil.ParseMetrics(string(page))
+	res.sliP99 = benchutil.HistogramOf(samples, "scheduler_pod_scheduling_sli_duration_seconds", nil).Quantile(0.99)
+	att := benchutil.HistogramOf(samples, "scheduler_scheduling_attempt_duration_seconds", map[string]string{"result": "scheduled"})
+	res.attemptP99, res.attemptMean = att.Quantile(0.99), att.Mean()
+	res.unschedAtt = benchutil.CounterOf(samples, "scheduler_schedule_attempts_total", map[string]string{"result": "unschedulable"})
 	for _, k := range pluginKeys {
-		res.plugin[k.plugin+"/"+k.point] = histogramOf(samples, "scheduler_plugin_execution_duration_seconds",
-			map[string]string{"plugin": k.plugin, "extension_point": k.point}).mean()
+		res.plugin[k.plugin+"/"+k.point] = benchutil.HistogramOf(samples, "scheduler_plugin_execution_duration_seconds",
+			map[string]string{"plugin": k.plugin, "extension_point": k.point}).Mean()
 	}
 	for _, p := range phaseKeys {
-		res.phase[p] = histogramOf(samples, "scheduler_framework_extension_point_duration_seconds",
-			map[string]string{"extension_point": p}).mean()
+		res.phase[p] = benchutil.HistogramOf(samples, "scheduler_framework_extension_point_duration_seconds",
+			map[string]string{"extension_point": p}).Mean()
 	}
 
 	// Delete the pods (grace 0: nothing runs them) so the next run starts
@@ -581,7 +544,7 @@ func controlPlaneCPU(pids [2]int) float64 {
 		if pid == 0 {
 			continue
 		}
-		if v, err := cpuSeconds(pid); err == nil {
+		if v, err := benchutil.CPUSeconds(pid); err == nil {
 			sum += v
 		}
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package scheduler
+package benchutil
 
 import (
 	"math"
@@ -42,8 +42,8 @@ scheduler_pending_pods{queue="active"} 5
 `
 
 func TestParseMetrics(t *testing.T) {
-	s := parseMetrics(page)
-	filter := histogramOf(s, "scheduler_plugin_execution_duration_seconds", map[string]string{"plugin": "LoadAware", "extension_point": "Filter"})
+	s := ParseMetrics(page)
+	filter := HistogramOf(s, "scheduler_plugin_execution_duration_seconds", map[string]string{"plugin": "LoadAware", "extension_point": "Filter"})
 	type got struct {
 		Count, Mean, P50, P99, P100 float64
 		Unschedulable, Pending      float64
@@ -54,27 +54,27 @@ func TestParseMetrics(t *testing.T) {
 	// highest finite bound, 20 µs.
 	want := got{Count: 200, Mean: 15e-6, P50: 15e-6, P99: 20e-6, P100: 20e-6, Unschedulable: 3, Pending: 5}
 	g := got{
-		Count: filter.count, Mean: filter.mean(), P50: filter.quantile(0.5), P99: filter.quantile(0.99), P100: filter.quantile(1),
-		Unschedulable: counterOf(s, "scheduler_schedule_attempts_total", map[string]string{"result": "unschedulable"}),
-		Pending:       counterOf(s, "scheduler_pending_pods", nil),
+		Count: filter.count, Mean: filter.Mean(), P50: filter.Quantile(0.5), P99: filter.Quantile(0.99), P100: filter.Quantile(1),
+		Unschedulable: CounterOf(s, "scheduler_schedule_attempts_total", map[string]string{"result": "unschedulable"}),
+		Pending:       CounterOf(s, "scheduler_pending_pods", nil),
 	}
 	if diff := cmp.Diff(want, g, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-12 })); diff != "" {
 		t.Errorf("parsed metrics (-want +got):\n%s", diff)
 	}
-	if m := histogramOf(s, "scheduler_plugin_execution_duration_seconds", map[string]string{"plugin": "NodeResourcesFit"}).mean(); !math.IsNaN(m) {
+	if m := HistogramOf(s, "scheduler_plugin_execution_duration_seconds", map[string]string{"plugin": "NodeResourcesFit"}).Mean(); !math.IsNaN(m) {
 		t.Errorf("mean of a plugin absent from the page = %v, want NaN (absent, not 0)", m)
 	}
 }
 
 func TestMedianPercentileSpread(t *testing.T) {
 	xs := []float64{5, 1, 4, 2, 3, 100}
-	lo, hi := spread(xs)
-	got := []float64{median(xs), percentile(xs, 50), percentile(xs, 99), lo, hi}
+	lo, hi := Spread(xs)
+	got := []float64{Median(xs), Percentile(xs, 50), Percentile(xs, 99), lo, hi}
 	want := []float64{3.5, 3, 100, 1, 100}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("median, p50, p99, min, max (-want +got):\n%s", diff)
 	}
-	if !math.IsNaN(median(nil)) {
-		t.Errorf("median of nothing = %v, want NaN", median(nil))
+	if !math.IsNaN(Median(nil)) {
+		t.Errorf("median of nothing = %v, want NaN", Median(nil))
 	}
 }

@@ -14,31 +14,38 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package scheduler
+// Package benchutil holds what the benchmark harnesses under test/bench
+// share: reading a Prometheus text page, a process's CPU time from /proc,
+// finding the control plane's processes, and the statistics their reports
+// quote.
+package benchutil
 
 import (
 	"bufio"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
-// sample is one line of a Prometheus text page: a series name, its labels
+// Sample is one line of a Prometheus text page: a series name, its labels
 // and its value.
-type sample struct {
-	name   string
-	labels map[string]string
-	value  float64
+type Sample struct {
+	Name   string
+	Labels map[string]string
+	Value  float64
 }
 
-// parseMetrics reads the samples of a Prometheus text exposition page.
+// ParseMetrics reads the samples of a Prometheus text exposition page.
 // Comments and malformed lines are skipped: the page is the scheduler's
 // own, and only a handful of its series are read.
-func parseMetrics(page string) []sample {
-	var out []sample
+func ParseMetrics(page string) []Sample {
+	var out []Sample
 	sc := bufio.NewScanner(strings.NewReader(page))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -46,18 +53,18 @@ func parseMetrics(page string) []sample {
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		s := sample{labels: map[string]string{}}
+		s := Sample{Labels: map[string]string{}}
 		var rest string
 		if i := strings.IndexByte(line, '{'); i >= 0 {
 			j := strings.LastIndexByte(line, '}')
 			if j < i {
 				continue
 			}
-			s.name = line[:i]
+			s.Name = line[:i]
 			for _, kv := range splitLabels(line[i+1 : j]) {
 				k, v, ok := strings.Cut(kv, "=")
 				if ok {
-					s.labels[k] = strings.Trim(v, `"`)
+					s.Labels[k] = strings.Trim(v, `"`)
 				}
 			}
 			rest = strings.TrimSpace(line[j+1:])
@@ -66,7 +73,7 @@ func parseMetrics(page string) []sample {
 			if !ok {
 				continue
 			}
-			s.name, rest = name, strings.TrimSpace(r)
+			s.Name, rest = name, strings.TrimSpace(r)
 		}
 		f := strings.Fields(rest)
 		if len(f) == 0 {
@@ -76,7 +83,7 @@ func parseMetrics(page string) []sample {
 		if err != nil {
 			continue
 		}
-		s.value = v
+		s.Value = v
 		out = append(out, s)
 	}
 	return out
@@ -105,39 +112,39 @@ func splitLabels(s string) []string {
 	return out
 }
 
-// histogram is a Prometheus histogram summed over the series that match a
+// Histogram is a Prometheus histogram summed over the series that match a
 // label filter.
-type histogram struct {
+type Histogram struct {
 	buckets map[float64]float64 // upper bound -> cumulative count
 	sum     float64
 	count   float64
 }
 
-// histogramOf sums the histogram family name over every series whose
+// HistogramOf sums the histogram family name over every series whose
 // labels include match.
-func histogramOf(samples []sample, name string, match map[string]string) histogram {
-	h := histogram{buckets: map[float64]float64{}}
+func HistogramOf(samples []Sample, name string, match map[string]string) Histogram {
+	h := Histogram{buckets: map[float64]float64{}}
 	for _, s := range samples {
-		if !labelsMatch(s.labels, match) {
+		if !LabelsMatch(s.Labels, match) {
 			continue
 		}
-		switch s.name {
+		switch s.Name {
 		case name + "_bucket":
-			le, err := strconv.ParseFloat(s.labels["le"], 64)
+			le, err := strconv.ParseFloat(s.Labels["le"], 64)
 			if err != nil {
 				continue
 			}
-			h.buckets[le] += s.value
+			h.buckets[le] += s.Value
 		case name + "_sum":
-			h.sum += s.value
+			h.sum += s.Value
 		case name + "_count":
-			h.count += s.value
+			h.count += s.Value
 		}
 	}
 	return h
 }
 
-func labelsMatch(labels, match map[string]string) bool {
+func LabelsMatch(labels, match map[string]string) bool {
 	for k, v := range match {
 		if labels[k] != v {
 			return false
@@ -147,7 +154,7 @@ func labelsMatch(labels, match map[string]string) bool {
 }
 
 // mean is the average observation, NaN without observations.
-func (h histogram) mean() float64 {
+func (h Histogram) Mean() float64 {
 	if h.count == 0 {
 		return math.NaN()
 	}
@@ -157,7 +164,7 @@ func (h histogram) mean() float64 {
 // quantile estimates the q-quantile by linear interpolation inside the
 // bucket that holds it, as PromQL's histogram_quantile does. NaN without
 // observations; the highest finite bound when it falls in +Inf.
-func (h histogram) quantile(q float64) float64 {
+func (h Histogram) Quantile(q float64) float64 {
 	if h.count == 0 {
 		return math.NaN()
 	}
@@ -184,13 +191,13 @@ func (h histogram) quantile(q float64) float64 {
 	return prevBound
 }
 
-// counterOf sums the counter name over every series whose labels include
+// CounterOf sums the counter name over every series whose labels include
 // match.
-func counterOf(samples []sample, name string, match map[string]string) float64 {
+func CounterOf(samples []Sample, name string, match map[string]string) float64 {
 	var v float64
 	for _, s := range samples {
-		if s.name == name && labelsMatch(s.labels, match) {
-			v += s.value
+		if s.Name == name && LabelsMatch(s.Labels, match) {
+			v += s.Value
 		}
 	}
 	return v
@@ -200,8 +207,8 @@ func counterOf(samples []sample, name string, match map[string]string) float64 {
 // 100 on every Linux architecture Go supports.
 const clockTicks = 100
 
-// cpuSeconds is the user + system CPU time the process pid has used.
-func cpuSeconds(pid int) (float64, error) {
+// CPUSeconds is the user + system CPU time the process pid has used.
+func CPUSeconds(pid int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, fmt.Errorf("reading the CPU time of process %d: %w", pid, err)
@@ -224,10 +231,10 @@ func cpuSeconds(pid int) (float64, error) {
 	return float64(ut+st) / clockTicks, nil
 }
 
-// findProcess returns the pid of the process whose command line holds
+// FindProcess returns the pid of the process whose command line holds
 // every one of parts (e.g. the binary's name and a flag naming its port),
 // or 0.
-func findProcess(parts ...string) int {
+func FindProcess(parts ...string) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -256,8 +263,8 @@ func findProcess(parts ...string) int {
 	return 0
 }
 
-// median of xs; NaN when empty.
-func median(xs []float64) float64 {
+// Median of xs; NaN when empty.
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
@@ -270,8 +277,8 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// percentile of xs by nearest rank; NaN when empty.
-func percentile(xs []float64, p float64) float64 {
+// Percentile of xs by nearest rank; NaN when empty.
+func Percentile(xs []float64, p float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
@@ -282,8 +289,8 @@ func percentile(xs []float64, p float64) float64 {
 	return s[i]
 }
 
-// spread is min..max of xs.
-func spread(xs []float64) (lo, hi float64) {
+// Spread is min..max of xs.
+func Spread(xs []float64) (lo, hi float64) {
 	if len(xs) == 0 {
 		return math.NaN(), math.NaN()
 	}
@@ -292,4 +299,30 @@ func spread(xs []float64) (lo, hi float64) {
 		lo, hi = min(lo, x), max(hi, x)
 	}
 	return lo, hi
+}
+
+// ControlPlanePIDs finds the cluster's kube-apiserver (by its secure port)
+// and its etcd (by the client URL the apiserver names), for their CPU time.
+func ControlPlanePIDs(c *testutil.Cluster) (apiserver, etcd int, err error) {
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		return 0, 0, fmt.Errorf("parsing the API server's address %q: %w", c.Config.Host, err)
+	}
+	apiserver = FindProcess("kube-apiserver", "--secure-port="+u.Port())
+	if apiserver == 0 {
+		return 0, 0, fmt.Errorf("no kube-apiserver with --secure-port=%s in /proc", u.Port())
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", apiserver))
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the command line of kube-apiserver %d: %w", apiserver, err)
+	}
+	for _, arg := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(arg, "--etcd-servers="); ok {
+			etcd = FindProcess("etcd", "--listen-client-urls="+v)
+		}
+	}
+	if etcd == 0 {
+		return 0, 0, fmt.Errorf("no etcd serving kube-apiserver %d in /proc", apiserver)
+	}
+	return apiserver, etcd, nil
 }
