@@ -42,8 +42,8 @@ type Sample struct {
 }
 
 // ParseMetrics reads the samples of a Prometheus text exposition page.
-// Comments and malformed lines are skipped: the page is the scheduler's
-// own, and only a handful of its series are read.
+// Comments and malformed lines are skipped: the pages are components'
+// own, and only a handful of their series are read.
 func ParseMetrics(page string) []Sample {
 	var out []Sample
 	sc := bufio.NewScanner(strings.NewReader(page))
@@ -153,7 +153,7 @@ func LabelsMatch(labels, match map[string]string) bool {
 	return true
 }
 
-// mean is the average observation, NaN without observations.
+// Mean is the average observation, NaN without observations.
 func (h Histogram) Mean() float64 {
 	if h.count == 0 {
 		return math.NaN()
@@ -161,7 +161,7 @@ func (h Histogram) Mean() float64 {
 	return h.sum / h.count
 }
 
-// quantile estimates the q-quantile by linear interpolation inside the
+// Quantile estimates the q-quantile by linear interpolation inside the
 // bucket that holds it, as PromQL's histogram_quantile does. NaN without
 // observations; the highest finite bound when it falls in +Inf.
 func (h Histogram) Quantile(q float64) float64 {

@@ -29,7 +29,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -116,7 +115,7 @@ type fleet struct {
 	mgrURL   string
 	pids     map[string]int // process → pid, for /proc CPU times
 	simErr   atomic.Pointer[error]
-	leases   sync.Map // node → last written *coordinationv1.Lease
+	kubelet  *benchutil.Kubelet // the nodes' kubelet-style writes
 	patchSeq atomic.Int64
 	// The manager's bootstrap: from its start until every node has a
 	// NodeMetric (and kwok runs every pod), and from the last agent's
@@ -154,10 +153,10 @@ func TestFleet(t *testing.T) {
 			return f.gate.sent.Load() - sent
 		}},
 		{name: phaseLease, run: func(ctx context.Context, d time.Duration) int64 {
-			return f.stream(ctx, t, cfg.expectedRate(), d, f.renewLease)
+			return f.stream(ctx, t, cfg.expectedRate(), d, f.kubelet.RenewLease)
 		}},
 		{name: phaseNodeStatus, run: func(ctx context.Context, d time.Duration) int64 {
-			return f.stream(ctx, t, cfg.expectedRate(), d, f.patchNodeStatus)
+			return f.stream(ctx, t, cfg.expectedRate(), d, f.kubelet.PatchNodeStatus)
 		}},
 		{name: phaseIdle, run: func(ctx context.Context, d time.Duration) int64 {
 			time.Sleep(d)
@@ -263,17 +262,8 @@ func startFleet(t *testing.T, cfg fleetConfig) *fleet {
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("Creating %s: %v", corev1.NamespaceNodeLease, err)
 	}
-	parallel(t, f.names, func(n string) error {
-		l := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: corev1.NamespaceNodeLease},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(n), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &metav1.MicroTime{Time: time.Now()}},
-		}
-		created, err := c.Kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, l, metav1.CreateOptions{})
-		if err == nil {
-			f.leases.Store(n, created)
-		}
-		return err
-	})
+	f.kubelet = &benchutil.Kubelet{Kube: c.Kube}
+	parallel(t, f.names, func(n string) error { return f.kubelet.CreateLease(ctx, n) })
 	c.CreateNamespace(t, "fleet", nil)
 	var podNames []string
 	for _, n := range f.names {
@@ -451,47 +441,6 @@ func (f *fleet) checkTiers(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("%d of %d nodes publish no Mid/Batch allocatable (or Batch CPU 0) at the end, e.g. %s", len(missing), f.cfg.nodes, missing[0])
 	}
-}
-
-// renewLease is kubelet's heartbeat proper: an update of its Lease's
-// renewTime (every 10 s, a quarter of the 40 s lease), written from the
-// copy it last wrote, with no read.
-func (f *fleet) renewLease(ctx context.Context, node string) error {
-	client := f.c.Kube.CoordinationV1().Leases(corev1.NamespaceNodeLease)
-	l, ok := f.leases.Load(node)
-	if !ok {
-		got, err := client.Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		l = got
-	}
-	obj := l.(*coordinationv1.Lease).DeepCopy()
-	obj.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	written, err := client.Update(ctx, obj, metav1.UpdateOptions{})
-	if err != nil {
-		return err
-	}
-	f.leases.Store(node, written)
-	return nil
-}
-
-// patchNodeStatus is kubelet's node status report (every
-// nodeStatusReportFrequency, 5 min, or on a change): a strategic merge
-// patch of the conditions with a new heartbeat time.
-func (f *fleet) patchNodeStatus(ctx context.Context, node string) error {
-	now := time.Now().UTC().Format(time.RFC3339)
-	var conds []string
-	for _, t := range []string{"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"} {
-		status := "False"
-		if t == "Ready" {
-			status = "True"
-		}
-		conds = append(conds, fmt.Sprintf(`{"type":%q,"status":%q,"lastHeartbeatTime":%q}`, t, status, now))
-	}
-	patch := `{"status":{"conditions":[` + strings.Join(conds, ",") + `]}}`
-	_, err := f.c.Kube.CoreV1().Nodes().PatchStatus(ctx, node, []byte(patch))
-	return err
 }
 
 // stream sends write round-robin over the nodes at rate per second for d

@@ -27,12 +27,10 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -44,8 +42,8 @@ import (
 // pays for.
 type writeKind struct {
 	name string
-	// write sends one write for node i.
-	write func(ctx context.Context, c *testutil.Cluster, node string, seq int) error
+	// write sends one write for node, the seq-th of the run.
+	write func(ctx context.Context, node string, seq int) error
 }
 
 // podsPerNodeMetric is how many pods each NodeMetric lists in
@@ -83,17 +81,16 @@ func nodeMetricStatus(seq int) v1alpha1.NodeMetricStatus {
 	return st
 }
 
-// lastWritten keeps the object each writer last wrote, per node, as the
-// agent's informer and kubelet's lease controller do, so a write is one
-// request (a Get happens only for the first write of a node, in set-up).
-var lastWritten sync.Map
-
-var (
-	// nodeMetricWrite is what waterline-agent's reporter sends every report
-	// interval: a status update of the whole NodeMetric.
-	nodeMetricWrite = writeKind{name: "NodeMetric status update", write: func(ctx context.Context, c *testutil.Cluster, node string, seq int) error {
+// writeKinds are the three writes compared: what waterline-agent's
+// reporter sends every report interval (a status update of the whole
+// NodeMetric) and kubelet's own per-node writes (benchutil.Kubelet). Each
+// writer keeps the object it last wrote, per node, as the agent's informer
+// and kubelet's lease controller do, so a write is one request.
+func writeKinds(c *testutil.Cluster, kubelet *benchutil.Kubelet) (nodeMetricWrite, nodeStatusPatch, leaseRenew writeKind) {
+	var lastWritten sync.Map // node → the *v1alpha1.NodeMetric last written
+	nodeMetricWrite = writeKind{name: "NodeMetric status update", write: func(ctx context.Context, node string, seq int) error {
 		client := c.Waterline.WaterlineV1alpha1().NodeMetrics()
-		nm, ok := lastWritten.Load("nm/" + node)
+		nm, ok := lastWritten.Load(node)
 		if !ok {
 			got, err := client.Get(ctx, node, metav1.GetOptions{})
 			if err != nil {
@@ -107,48 +104,17 @@ var (
 		if err != nil {
 			return err
 		}
-		lastWritten.Store("nm/"+node, written)
+		lastWritten.Store(node, written)
 		return nil
 	}}
-	// nodeStatusPatch is kubelet's node status report: a strategic merge
-	// patch of the conditions with a new heartbeat time (sent every
-	// nodeStatusReportFrequency, 5 min, or on a change).
-	nodeStatusPatch = writeKind{name: "Node status patch", write: func(ctx context.Context, c *testutil.Cluster, node string, seq int) error {
-		now := time.Now().UTC().Format(time.RFC3339)
-		var conds []string
-		for _, t := range []string{"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"} {
-			status := "False"
-			if t == "Ready" {
-				status = "True"
-			}
-			conds = append(conds, fmt.Sprintf(`{"type":%q,"status":%q,"lastHeartbeatTime":%q}`, t, status, now))
-		}
-		patch := `{"status":{"conditions":[` + strings.Join(conds, ",") + `]}}`
-		_, err := c.Kube.CoreV1().Nodes().PatchStatus(ctx, node, []byte(patch))
-		return err
+	nodeStatusPatch = writeKind{name: "Node status patch", write: func(ctx context.Context, node string, _ int) error {
+		return kubelet.PatchNodeStatus(ctx, node)
 	}}
-	// leaseRenew is kubelet's heartbeat proper: an update of its Lease's
-	// renewTime every 10 s (renewInterval, a quarter of the 40 s lease).
-	leaseRenew = writeKind{name: "Lease renew", write: func(ctx context.Context, c *testutil.Cluster, node string, seq int) error {
-		client := c.Kube.CoordinationV1().Leases(corev1.NamespaceNodeLease)
-		l, ok := lastWritten.Load("lease/" + node)
-		if !ok {
-			got, err := client.Get(ctx, node, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			l = got
-		}
-		obj := l.(*coordinationv1.Lease).DeepCopy()
-		obj.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-		written, err := client.Update(ctx, obj, metav1.UpdateOptions{})
-		if err != nil {
-			return err
-		}
-		lastWritten.Store("lease/"+node, written)
-		return nil
+	leaseRenew = writeKind{name: "Lease renew", write: func(ctx context.Context, node string, _ int) error {
+		return kubelet.RenewLease(ctx, node)
 	}}
-)
+	return nodeMetricWrite, nodeStatusPatch, leaseRenew
+}
 
 // TestControlPlaneWrites measures what the API server and etcd pay per
 // NodeMetric status write against kubelet's own per-node writes (Node
@@ -181,20 +147,12 @@ func TestControlPlaneWrites(t *testing.T) {
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("Creating %s: %v", corev1.NamespaceNodeLease, err)
 	}
-	parallel(t, names, func(n string) error {
-		l := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: corev1.NamespaceNodeLease},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(n), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &metav1.MicroTime{Time: time.Now()}},
-		}
-		created, err := c.Kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, l, metav1.CreateOptions{})
-		if err == nil {
-			lastWritten.Store("lease/"+n, created)
-		}
-		return err
-	})
+	kubelet := &benchutil.Kubelet{Kube: c.Kube}
+	parallel(t, names, func(n string) error { return kubelet.CreateLease(ctx, n) })
+	nodeMetricWrite, nodeStatusPatch, leaseRenew := writeKinds(c, kubelet)
 	// Every NodeMetric at its full size before measuring, so the first
 	// stream does not pay for growing the objects.
-	parallel(t, names, func(n string) error { return nodeMetricWrite.write(ctx, c, n, 0) })
+	parallel(t, names, func(n string) error { return nodeMetricWrite.write(ctx, n, 0) })
 	t.Logf("%d nodes, NodeMetrics and Leases in %v", nodes, time.Since(t0).Round(time.Millisecond))
 
 	kinds := []writeKind{nodeMetricWrite, nodeStatusPatch, leaseRenew}
@@ -273,7 +231,7 @@ func stream(ctx context.Context, t *testing.T, c *testutil.Cluster, kind writeKi
 		node := nodes[i%len(nodes)]
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := kind.write(ctx, c, node, seq); err != nil {
+			if err := kind.write(ctx, node, seq); err != nil {
 				if ctx.Err() == nil {
 					t.Errorf("%s of %s: %v", kind.name, node, err)
 				}
