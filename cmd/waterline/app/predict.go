@@ -294,6 +294,16 @@ func (o predictOptions) predictors() ([]predict.Predictor, error) {
 		out = append(out, m)
 		return nil
 	}
+	if err := o.eachVariant(add); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachVariant calls add for every model × parameter the options ask for
+// (N for the N-sigma models, the percentile for the percentile models, both
+// for Max), each once, and stops at a model whose variants fail.
+func (o predictOptions) eachVariant(add func(model string, mod func(*predict.Params)) error) error {
 	for _, model := range o.models {
 		var err error
 		switch v1alpha1.PredictModel(model) {
@@ -315,10 +325,10 @@ func (o predictOptions) predictors() ([]predict.Predictor, error) {
 			err = add(model, func(*predict.Params) {})
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // build returns one model with the options' parameters, changed by mod; Max
@@ -776,29 +786,8 @@ func (o predictOptions) families() ([]family, error) {
 		out = append(out, f)
 		return nil
 	}
-	for _, model := range o.models {
-		var err error
-		switch v1alpha1.PredictModel(model) {
-		case v1alpha1.PredictNSigmaV1, v1alpha1.PredictNSigmaV2:
-			for _, n := range o.n {
-				err = errors.Join(err, add(model, func(p *predict.Params) { p.N = n }))
-			}
-		case v1alpha1.PredictResourceCentral, v1alpha1.PredictPercentilePeak:
-			for _, pc := range o.percentiles {
-				err = errors.Join(err, add(model, func(p *predict.Params) { p.Percentile = pc }))
-			}
-		case v1alpha1.PredictMax:
-			for _, n := range o.n {
-				for _, pc := range o.percentiles {
-					err = errors.Join(err, add(model, func(p *predict.Params) { p.N, p.Percentile = n, pc }))
-				}
-			}
-		default:
-			err = add(model, func(*predict.Params) {})
-		}
-		if err != nil {
-			return nil, err
-		}
+	if err := o.eachVariant(add); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
