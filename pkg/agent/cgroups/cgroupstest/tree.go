@@ -170,8 +170,25 @@ func Proc(dir string, busyJiffies, idleJiffies, memTotal, memAvailable uint64) e
 		memTotal>>10, free>>10, memAvailable>>10))
 }
 
+// write replaces path's content in place: the new bytes over the old from
+// offset 0, then the file cut to their length. Unlike os.WriteFile it never
+// empties the file first, so a collector reading it at the same moment (a
+// test rewriting the fake /proc/stat while the agent starts) sees whole
+// lines, and the file keeps its inode for readers that hold it open.
 func write(path, content string) error {
-	return os.WriteFile(path, []byte(content), 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt([]byte(content), 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Truncate(int64(len(content))); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // v1MemoryStat is a cgroup v1 memory.stat as the kernel prints it; the
