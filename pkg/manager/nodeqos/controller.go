@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -53,6 +54,11 @@ const ControllerName = "nodeqos-status"
 // allKey is the one request the controller works on: every NodeQOS status
 // depends on every node and every other NodeQOS.
 var allKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "all"}}
+
+// staleRetry is how long the controller waits before recomputing after a
+// status write lost to a newer object: long enough for the informer to
+// deliver that object, short enough that `kubectl get nqos` does not lag.
+const staleRetry = 500 * time.Millisecond
 
 // Reconciler writes the status of every NodeQOS.
 type Reconciler struct {
@@ -84,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	reports := qos.ReportNodeQOS(list.Items, views)
 	now := metav1.NewTime(r.Clock.Now())
 	var errs []error
+	stale := false
 	for i := range list.Items {
 		nq := &list.Items[i]
 		rep := reports[nq.Name]
@@ -97,8 +104,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		nq.Status = want
 		if err := r.Client.Status().Update(ctx, nq); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				// A newer object is on its way and will trigger us again.
+			if apierrors.IsNotFound(err) {
+				// Deleted since the list; its delete event triggers us again.
+				continue
+			}
+			if apierrors.IsConflict(err) {
+				// The cache is behind the API server. When only the status
+				// moved on (our own last write), no watched event will
+				// come, so look again once the cache has caught up.
+				stale = true
 				continue
 			}
 			errs = append(errs, fmt.Errorf("writing the status of NodeQOS %s: %w", nq.Name, err))
@@ -107,7 +121,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		logger.V(2).Info("Updated NodeQOS status", "nodeQOS", klog.KObj(nq), "matchedNodes", rep.MatchedNodes,
 			"invalidNodes", rep.InvalidNodes, "overlapsWith", rep.OverlapsWith, "refusedNodes", len(rep.RefusedNodes))
 	}
-	return reconcile.Result{}, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return reconcile.Result{}, err
+	}
+	if stale {
+		return reconcile.Result{RequeueAfter: staleRetry}, nil
+	}
+	return reconcile.Result{}, nil
 }
 
 // SetupWithManager registers the controller: every NodeQOS is reported
