@@ -91,8 +91,8 @@ func (a *stepAcc) add(o *stepAcc) {
 
 type jobAcc struct {
 	submitted, completed, evicted, preempted int64
-	usedMilli                     int64 // millicore-steps
-	slowdowns                     []float64
+	usedMilli                                int64 // millicore-steps
+	slowdowns                                []float64
 }
 
 func newCollector(r *run) *collector {
