@@ -30,6 +30,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/nodeload"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
 
 // Policy is a way to run the cluster that a simulation compares.
@@ -387,8 +388,15 @@ func (c *Config) Validate() field.ErrorList {
 		}
 		classes[pc.Name] = true
 	}
+	budgetClasses := map[workload.Class]bool{}
 	for i := range c.DisruptionBudgets {
-		errs = append(errs, c.DisruptionBudgets[i].validate(root.Child("disruptionBudgets").Index(i))...)
+		b := &c.DisruptionBudgets[i]
+		path := root.Child("disruptionBudgets").Index(i)
+		errs = append(errs, b.validate(path)...)
+		if budgetClasses[b.Class] {
+			errs = append(errs, field.Duplicate(path.Child("class"), b.Class))
+		}
+		budgetClasses[b.Class] = true
 	}
 	if c.EvictedWork != EvictedWorkRestart && c.EvictedWork != EvictedWorkContinue {
 		errs = append(errs, field.NotSupported(root.Child("evictedWork"), c.EvictedWork, []EvictedWork{EvictedWorkRestart, EvictedWorkContinue}))

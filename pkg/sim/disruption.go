@@ -125,7 +125,7 @@ func (b *budgetState) allowed() int64 {
 // noBudget is a pod's budget index when no budget covers it.
 const noBudget = -1
 
-// newBudgets makes the run's budgets; the last one of a class wins.
+// newBudgets makes the run's budgets (Validate allows one per class).
 func (r *run) newBudgets() {
 	r.budgets = make([]budgetState, len(r.cfg.DisruptionBudgets))
 	r.budgetOf = [numKinds]int{noBudget, noBudget, noBudget}
