@@ -52,13 +52,17 @@ func (r *run) nodeQoS(n *node) {
 		r.setForbid(n, false)
 		return
 	}
-	// The planner checks every candidate's real pod before acting.
-	for i, p := range n.candPods {
-		n.cands[i].Pod = p.obj
+	cands, candPods := n.cands, n.candPods
+	if r.step < n.pdbHeldUntil {
+		cands, candPods = r.plannable(n)
 	}
-	plan := n.planner.Plan(state, n.cands, n.hysteresis)
-	for i, p := range n.candPods {
-		n.cands[i].Pod = p.stand
+	// The planner checks every candidate's real pod before acting.
+	for i, p := range candPods {
+		cands[i].Pod = p.obj
+	}
+	plan := n.planner.Plan(state, cands, n.hysteresis)
+	for i, p := range candPods {
+		cands[i].Pod = p.stand
 	}
 	n.hysteresis = plan.Hysteresis
 	r.setForbid(n, plan.ForbidScheduling)
@@ -84,10 +88,40 @@ func (r *run) nodeQoS(n *node) {
 		if p == nil {
 			continue
 		}
+		if e.Metric != qos.MetricMemory && !r.evictionAllowed(p) {
+			// The Eviction API refuses: the agent's token is refunded,
+			// and it plans without the pod for EvictionRetryAfter. Memory
+			// relief does not ask (it deletes past the budget, as
+			// kubelet's eviction does).
+			p.pdbRetry = r.step + r.pdbRetrySteps
+			n.pdbHeldUntil = max(n.pdbHeldUntil, p.pdbRetry)
+			r.stats.evictionRefused()
+			continue
+		}
 		n.tokens--
 		r.stats.qosEvicted()
-		r.evict(p)
+		r.evict(p, removedByQoS)
 	}
+}
+
+// evictionRetryAfter is how long the agent leaves a pod out of its plans
+// after a PodDisruptionBudget refused its eviction
+// (executor.DefaultEvictionRetryAfter).
+const evictionRetryAfter = 30 * time.Second
+
+// plannable returns the node's candidates without the pods node QoS
+// leaves out after a refused eviction, in the run's scratch.
+func (r *run) plannable(n *node) ([]qos.Candidate, []*pod) {
+	cands, pods := r.heldCands[:0], r.heldPods[:0]
+	for i, p := range n.candPods {
+		if p.pdbRetry > r.step {
+			continue
+		}
+		cands = append(cands, n.cands[i])
+		pods = append(pods, p)
+	}
+	r.heldCands, r.heldPods = cands, pods
+	return cands, pods
 }
 
 func (r *run) qosInterval() time.Duration { return r.cfg.QoSInterval }
@@ -143,7 +177,8 @@ func (r *run) candPod(n *node, i int, uid types.UID) *pod {
 	if i < len(n.candPods) && n.candPods[i].uid == uid {
 		return n.candPods[i]
 	}
-	return nil
+	// The plan left pods out (plannable).
+	return r.podByUID(n, uid)
 }
 
 func (r *run) podByUID(n *node, uid types.UID) *pod {

@@ -19,9 +19,11 @@ package sim
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -56,5 +58,53 @@ func TestDefaultsAreTheChartDefaults(t *testing.T) {
 	}
 	if values.Scheduler.LoadAwareWeight != DefaultLoadAwareWeight {
 		t.Errorf("DefaultLoadAwareWeight = %d, the chart's scheduler.loadAwareWeight is %d", DefaultLoadAwareWeight, values.Scheduler.LoadAwareWeight)
+	}
+}
+
+// TestDefaultPriorityClassesAreShipped holds DefaultPriorityClasses to the
+// classes config/priorityclasses ships: what preemption reads of them
+// (value, preemptionPolicy, the Waterline annotations).
+func TestDefaultPriorityClassesAreShipped(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "priorityclasses", "priorityclasses.yaml"))
+	if err != nil {
+		t.Fatalf("reading the shipped PriorityClasses: %v", err)
+	}
+	type class struct {
+		Name             string
+		Value            int32
+		PreemptionPolicy string
+		Annotations      map[string]string
+	}
+	of := func(pc *schedulingv1.PriorityClass) class {
+		c := class{Name: pc.Name, Value: pc.Value}
+		if pc.PreemptionPolicy != nil {
+			c.PreemptionPolicy = string(*pc.PreemptionPolicy)
+		}
+		for k, v := range pc.Annotations {
+			if strings.HasPrefix(k, "waterline.dev/") {
+				if c.Annotations == nil {
+					c.Annotations = map[string]string{}
+				}
+				c.Annotations[k] = v
+			}
+		}
+		return c
+	}
+	var shipped []class
+	for doc := range strings.SplitSeq(string(raw), "\n---\n") {
+		var pc schedulingv1.PriorityClass
+		if err := yaml.Unmarshal([]byte(doc), &pc); err != nil {
+			t.Fatalf("parsing a shipped PriorityClass: %v", err)
+		}
+		if pc.Name != "" {
+			shipped = append(shipped, of(&pc))
+		}
+	}
+	var sim []class
+	for _, pc := range DefaultPriorityClasses() {
+		sim = append(sim, of(&pc))
+	}
+	if diff := cmp.Diff(shipped, sim); diff != "" {
+		t.Errorf("DefaultPriorityClasses are not config/priorityclasses (-shipped +sim):\n%s", diff)
 	}
 }

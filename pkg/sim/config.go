@@ -22,14 +22,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
-	"github.com/waterline-dev/waterline/pkg/core/colocation"
 	"github.com/waterline-dev/waterline/pkg/core/nodeload"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
 
 // Policy is a way to run the cluster that a simulation compares.
@@ -146,10 +147,32 @@ type Config struct {
 	// report interval must be a multiple of Step. Default
 	// DefaultColocationPolicies().
 	ColocationPolicies []v1alpha1.ColocationPolicy
-	// PriorityClasses are the classes profiles may name. Default the
-	// Waterline band classes waterline-prod (9500), waterline-mid (7500)
-	// and waterline-batch (5500).
-	PriorityClasses []colocation.PriorityClass
+	// PriorityClasses are the classes profiles may name, as the cluster
+	// holds them: value, preemptionPolicy, and the Waterline annotations
+	// that make a class NonPreemptible (read by preemption.ParseClass;
+	// honoured by the colocated policies' BandPreemption only). The
+	// baselines give their pods the same classes by the same profiles'
+	// namespaces (a plain cluster whose teams name a PriorityClass), as
+	// Kubernetes' Priority admission plugin does, without the Waterline
+	// annotations' meaning. Default DefaultPriorityClasses().
+	PriorityClasses []schedulingv1.PriorityClass
+	// Preemption says whether the scheduler preempts: a pending pod that
+	// fits no node evicts pods of lower priority, chosen the way
+	// kube-scheduler's default preemption chooses them. The colocated
+	// policies run BandPreemption (NonPreemptible classes and the other
+	// victim rules of pkg/core/preemption), the others plain
+	// DefaultPreemption. The chart installs waterline-scheduler with
+	// preemption disabled (the rollout's first step,
+	// docs/design/preemption.md#safe-rollout); the simulation models the
+	// end of the rollout, and a plain cluster's kube-scheduler, where it
+	// is on. Default true.
+	Preemption *bool
+	// DisruptionBudgets are the PodDisruptionBudgets of the workload's
+	// pods (DisruptionBudget). The Eviction API refuses node QoS's CPU
+	// evictions that would break one; memory relief and the OOM killer
+	// ignore them; preemption prefers victims that break none. Nil means
+	// DefaultDisruptionBudgets(); an empty, non-nil slice means none.
+	DisruptionBudgets []DisruptionBudget
 	// EvictedWork is what an evicted job's new pod starts from: restart
 	// or continue. Default restart.
 	EvictedWork EvictedWork
@@ -237,13 +260,29 @@ func DefaultColocationPolicies() []v1alpha1.ColocationPolicy {
 	}}
 }
 
-// DefaultPriorityClasses returns the band classes of
-// config/priorityclasses the default profiles name.
-func DefaultPriorityClasses() []colocation.PriorityClass {
-	return []colocation.PriorityClass{
-		{Name: "waterline-prod", Value: 9500},
-		{Name: "waterline-mid", Value: 7500},
-		{Name: "waterline-batch", Value: 5500},
+// DefaultPriorityClasses returns the classes config/priorityclasses ships
+// (TestDefaultPriorityClassesAreShipped holds them together): the band
+// classes the default profiles name, waterline-mid-nonpreemptible (which a
+// profile may name instead of waterline-mid), waterline-free and
+// waterline-daemonset.
+func DefaultPriorityClasses() []schedulingv1.PriorityClass {
+	class := func(name string, value int32) schedulingv1.PriorityClass {
+		return schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	}
+	nonPreemptible := class("waterline-mid-nonpreemptible", 7800)
+	nonPreemptible.Annotations = map[string]string{
+		extension.AnnotationPreemptionPolicy:      extension.PreemptionPolicyNonPreemptible,
+		extension.AnnotationPreemptibleByPriority: "100000",
+	}
+	free := class("waterline-free", 3500)
+	free.PreemptionPolicy = ptr.To(corev1.PreemptNever)
+	return []schedulingv1.PriorityClass{
+		class("waterline-daemonset", 100000),
+		class("waterline-prod", 9500),
+		nonPreemptible,
+		class("waterline-mid", 7500),
+		class("waterline-batch", 5500),
+		free,
 	}
 }
 
@@ -291,6 +330,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.BandCap == nil {
 		c.BandCap = ptr.To(true)
+	}
+	if c.Preemption == nil {
+		c.Preemption = ptr.To(true)
+	}
+	if c.DisruptionBudgets == nil {
+		c.DisruptionBudgets = DefaultDisruptionBudgets()
 	}
 	return c
 }
@@ -342,6 +387,16 @@ func (c *Config) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(root.Child("priorityClasses").Index(i).Child("name"), pc.Name, "must be set and unique"))
 		}
 		classes[pc.Name] = true
+	}
+	budgetClasses := map[workload.Class]bool{}
+	for i := range c.DisruptionBudgets {
+		b := &c.DisruptionBudgets[i]
+		path := root.Child("disruptionBudgets").Index(i)
+		errs = append(errs, b.validate(path)...)
+		if budgetClasses[b.Class] {
+			errs = append(errs, field.Duplicate(path.Child("class"), b.Class))
+		}
+		budgetClasses[b.Class] = true
 	}
 	if c.EvictedWork != EvictedWorkRestart && c.EvictedWork != EvictedWorkContinue {
 		errs = append(errs, field.NotSupported(root.Child("evictedWork"), c.EvictedWork, []EvictedWork{EvictedWorkRestart, EvictedWorkContinue}))

@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -357,6 +358,19 @@ func TestConfigValidate(t *testing.T) {
 		name: "a step that is not whole seconds",
 		cfg:  Config{Step: 1500 * time.Millisecond, QoSInterval: 3 * time.Second, RetryInterval: 3 * time.Second, PredictInterval: 3 * time.Second},
 		want: []string{"config.step"},
+	}, {
+		name: "bad disruption budgets",
+		cfg: Config{DisruptionBudgets: []DisruptionBudget{
+			{Class: "online", Per: BudgetPerPod, MaxUnavailable: intstr.FromInt32(1)},
+			{Class: workload.ClassBatch, Per: "node", MaxUnavailable: intstr.FromInt32(-1)},
+			{Class: workload.ClassMid, Per: BudgetPerClass, MaxUnavailable: intstr.FromString("150%")},
+			{Class: workload.ClassMid, Per: BudgetPerClass, MaxUnavailable: intstr.FromString("10%")},
+		}},
+		want: []string{
+			"config.disruptionBudgets[0].class", "config.disruptionBudgets[1].per",
+			"config.disruptionBudgets[1].maxUnavailable", "config.disruptionBudgets[2].maxUnavailable",
+			"config.disruptionBudgets[3].class",
+		},
 	}, {
 		name: "defaults",
 		cfg:  Config{},

@@ -45,6 +45,7 @@ type collector struct {
 	throttledMilli            int64 // millicore-steps
 	predSteps, violated       int64
 	evictions, ooms           int64
+	preemptions, refused      int64
 	breaches, acted           int64
 	// Released and needed over breaches, per unit: CPU (millicores) and
 	// memory (bytes).
@@ -89,9 +90,9 @@ func (a *stepAcc) add(o *stepAcc) {
 }
 
 type jobAcc struct {
-	submitted, completed, evicted int64
-	usedMilli                     int64 // millicore-steps
-	slowdowns                     []float64
+	submitted, completed, evicted, preempted int64
+	usedMilli                                int64 // millicore-steps
+	slowdowns                                []float64
 }
 
 func newCollector(r *run) *collector {
@@ -206,6 +207,13 @@ func (c *collector) evicted(js *jobState) {
 
 func (c *collector) oomKilled() { c.ooms++ }
 
+func (c *collector) preempted(js *jobState) {
+	c.jobs(js.spec.Class).preempted++
+	c.preemptions++
+}
+
+func (c *collector) evictionRefused() { c.refused++ }
+
 func (c *collector) qosEvicted() { c.evictions++ }
 
 // planned records a plan: whether it acted, on how many pods, and how
@@ -272,6 +280,8 @@ func (c *collector) finish() Summary {
 		Evictions:                c.evictions,
 		EvictionsPerNodeHour:     float64(c.evictions) / (float64(len(r.nodes)) * hours),
 		OOMKills:                 c.ooms,
+		Preemptions:              c.preemptions,
+		EvictionsRefused:         c.refused,
 		ThrottledCoreSeconds:     float64(c.throttledMilli) * stepSec / 1000,
 		QoSBreaches:              c.breaches,
 		PodsActed:                c.acted,
@@ -318,6 +328,7 @@ func (a *jobAcc) stats(stepSec float64) JobStats {
 		Completed: a.completed,
 		CoreHours: float64(a.usedMilli) * stepSec / 1000 / 3600,
 		Evicted:   a.evicted,
+		Preempted: a.preempted,
 	}
 	if a.submitted > 0 {
 		s.CompletionPercent = 100 * float64(a.completed) / float64(a.submitted)

@@ -112,6 +112,7 @@ const (
 	kindService kind = iota // an online (Prod) service
 	kindMid                 // a Mid job
 	kindBatch               // a Batch job
+	numKinds
 )
 
 // podHot is what every step reads and writes of a pod. A node keeps its
@@ -191,6 +192,13 @@ type pod struct {
 
 	// sig identifies what the filters see of the pod.
 	sig int
+	// vgroup is the pod's victim group for preemption (its priority and
+	// class; preemptor.groupOf).
+	vgroup int32
+	// pdbRetry is the step until which node QoS leaves the pod out of its
+	// plans, after the Eviction API refused to evict it for a
+	// PodDisruptionBudget.
+	pdbRetry int
 
 	// cpuHist and memHist are the pod's usage histograms in its node's
 	// trackers (Prod pods of colocated policies; nil otherwise).
@@ -220,6 +228,13 @@ type node struct {
 	snaps []avgSnaps
 	// seen[i] is what LoadAware knows of pods[i] on the node.
 	seen []seenPod
+	// groupReq[g] is Σ the requests of the node's job pods of victim
+	// group g, so that preemption rules a node out without walking its
+	// pods.
+	groupReq []resVec
+	// pdbHeldUntil is the last step until which a pod of the node is left
+	// out of node QoS's plans (pod.pdbRetry).
+	pdbHeldUntil int
 
 	// LoadAware's view, refreshed lazily like the plugin's cache.
 	load nodeload.NodeLoad
@@ -337,6 +352,12 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	n.seen = append(n.seen, seenPod{})
 	n.req.add(&p.req)
 	n.syncFit()
+	if p.job >= 0 {
+		for int(p.vgroup) >= len(n.groupReq) {
+			n.groupReq = append(n.groupReq, resVec{})
+		}
+		n.groupReq[p.vgroup].add(&p.req)
+	}
 	n.nonZeroCPU += p.nonZeroCPU
 	n.nonZeroMemory += p.nonZeroMemory
 	if p.h.kind == kindBatch {
@@ -384,6 +405,9 @@ func (n *node) remove(p *pod) {
 	n.seen = n.seen[:last]
 	n.req.sub(&p.req)
 	n.syncFit()
+	if p.job >= 0 {
+		n.groupReq[p.vgroup].sub(&p.req)
+	}
 	n.nonZeroCPU -= p.nonZeroCPU
 	n.nonZeroMemory -= p.nonZeroMemory
 	if p.h.kind == kindBatch {

@@ -93,6 +93,13 @@ type Summary struct {
 	EvictionsPerNodeHour float64 `json:"evictionsPerNodeHour"`
 	// OOMKills are job pods killed because their node ran out of memory.
 	OOMKills int64 `json:"oomKills"`
+	// Preemptions are the job pods the scheduler preempted to place pods
+	// of a higher priority (Config.Preemption).
+	Preemptions int64 `json:"preemptions"`
+	// EvictionsRefused counts node QoS CPU evictions the Eviction API
+	// refused because they would break a PodDisruptionBudget
+	// (Config.DisruptionBudgets); the agent then planned without the pod.
+	EvictionsRefused int64 `json:"evictionsRefused"`
 	// ThrottledCoreSeconds is the CPU Batch pods wanted and their quota
 	// held back, in core-seconds.
 	ThrottledCoreSeconds float64 `json:"throttledCoreSeconds"`
@@ -143,6 +150,8 @@ type JobStats struct {
 	CoreHours float64 `json:"coreHours"`
 	// Evicted counts evictions and OOM kills of the class's pods.
 	Evicted int64 `json:"evicted"`
+	// Preempted counts the class's pods the scheduler preempted.
+	Preempted int64 `json:"preempted"`
 }
 
 // Series are a policy's time series, one value per point; each point

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +36,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/core/policy"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
+	"github.com/waterline-dev/waterline/pkg/core/preemption"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/core/tiers"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
@@ -90,6 +92,21 @@ type run struct {
 	stats *collector
 	// oracle caps non-Prod CPU for PolicyOracle (nil otherwise).
 	oracle *oracle
+
+	// preemptor is the scheduler's preemption (nil when it is off);
+	// lastCandidate the figures of the node victimsOn looked at last.
+	preemptor     *preemptor
+	lastCandidate preemptCandidate
+	// budgets are the PodDisruptionBudgets; budgetOf[kind] the one that
+	// covers pods of a kind (noBudget: none).
+	budgets  []budgetState
+	budgetOf [numKinds]int
+	// pdbRetrySteps is how long node QoS leaves a pod out of its plans
+	// after a budget refused its eviction; heldCands and heldPods are the
+	// plannable candidates meanwhile (scratch).
+	pdbRetrySteps int
+	heldCands     []qos.Candidate
+	heldPods      []*pod
 }
 
 // jobState is what became of one job of the workload.
@@ -101,6 +118,10 @@ type jobState struct {
 	done       int64
 	finished   bool
 	finishedAt time.Duration
+	// disrupted: the job's pod was evicted, preempted or killed, and its
+	// next pod does not run yet (it counts as unavailable in its
+	// PodDisruptionBudget).
+	disrupted bool
 }
 
 func newRun(cfg *Config, w *workload.Workload, p Policy) (*run, error) {
@@ -123,8 +144,28 @@ func newRun(cfg *Config, w *workload.Workload, p Policy) (*run, error) {
 	r.retryEvery = int(cfg.RetryInterval / cfg.Step)
 	r.predictEvery = int(cfg.PredictInterval / cfg.Step)
 	r.stats = newCollector(r)
+	pcs := make([]*schedulingv1.PriorityClass, len(cfg.PriorityClasses))
 	for i := range cfg.PriorityClasses {
-		r.classes[cfg.PriorityClasses[i].Name] = &cfg.PriorityClasses[i]
+		pc := &cfg.PriorityClasses[i]
+		pcs[i] = pc
+		r.classes[pc.Name] = &colocation.PriorityClass{Name: pc.Name, Value: pc.Value, PreemptionPolicy: pc.PreemptionPolicy}
+	}
+	classes, err := preemption.ParseClasses(pcs)
+	if err != nil {
+		return nil, fmt.Errorf("PriorityClasses: %w", err)
+	}
+	if *cfg.Preemption {
+		r.preemptor = newPreemptor(r, classes)
+	}
+	r.newBudgets()
+	r.pdbRetrySteps = int((evictionRetryAfter + cfg.Step - 1) / cfg.Step)
+	// Every policy's pods get their PriorityClass by the default
+	// ColocationPolicy's profiles; only the colocated policies apply the
+	// rest of a profile (newPod).
+	for i := range cfg.ColocationPolicies {
+		if cp := &cfg.ColocationPolicies[i]; cp.Name == v1alpha1.DefaultColocationPolicyName {
+			r.profiles = cp.Spec.Profiles
+		}
 	}
 	if p.colocated() {
 		la, err := nodeload.NewConfig(*cfg.LoadAware)
@@ -132,11 +173,6 @@ func newRun(cfg *Config, w *workload.Workload, p Policy) (*run, error) {
 			return nil, fmt.Errorf("LoadAware args: %w", err)
 		}
 		r.la, r.sched.la, r.sched.laWeight = la, la, cfg.LoadAwareWeight
-		for i := range cfg.ColocationPolicies {
-			if cp := &cfg.ColocationPolicies[i]; cp.Name == v1alpha1.DefaultColocationPolicyName {
-				r.profiles = cp.Spec.Profiles
-			}
-		}
 	}
 	if err := r.buildNodes(); err != nil {
 		return nil, err
@@ -328,23 +364,35 @@ func (r *run) podObject(ns, name string, requests, limits corev1.ResourceList) *
 // default ColocationPolicy's first matching profile is applied by the
 // mutating webhook's core (colocated policies only).
 func (r *run) newPod(obj *corev1.Pod) (*pod, error) {
-	if r.policy.colocated() {
-		profile, err := r.profileFor(obj)
-		if err != nil {
-			return nil, err
+	profile, err := r.profileFor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if profile != nil {
+		var class *colocation.PriorityClass
+		if profile.PriorityClassName != "" {
+			class = r.classes[profile.PriorityClassName]
 		}
-		if profile != nil {
-			var class *colocation.PriorityClass
-			if profile.PriorityClassName != "" {
-				class = r.classes[profile.PriorityClassName]
-			}
+		switch {
+		case r.policy.colocated():
 			if err := colocation.Apply(obj, profile, class); err != nil {
 				return nil, fmt.Errorf("pod %s/%s: %w", obj.Namespace, obj.Name, err)
 			}
+		case class != nil:
+			// A plain cluster: the pod names its class, and the Priority
+			// admission plugin resolves it.
+			obj.Spec.PriorityClassName = class.Name
+			obj.Spec.Priority = &class.Value
+			obj.Spec.PreemptionPolicy = class.PreemptionPolicy
 		}
 	}
 	p := newPod(obj, r.la, r.seq)
 	p.sig = r.signatureID(p)
+	if r.preemptor != nil {
+		if p.vgroup, err = r.preemptor.groupOf(obj); err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %w", obj.Namespace, obj.Name, err)
+		}
+	}
 	if p.candidate {
 		p.stand = r.standIn(obj)
 	}
@@ -784,7 +832,7 @@ func (r *run) oomKill(n *node) {
 		n.pressureUntil = r.now.Add(memoryPressurePeriod)
 		n.syncFit()
 		r.stats.oomKilled()
-		r.evict(victim)
+		r.evict(victim, removedByOOM)
 	}
 }
 
@@ -809,6 +857,7 @@ func (r *run) finishJobs(n *node, end time.Duration) {
 		js := &r.jobs[p.job]
 		js.finished, js.finishedAt, js.pod = true, end, nil
 		r.stats.finished(js)
+		r.budgetEnds(p, false)
 		r.release(n, p)
 		// remove moved the last pod to i; look at it next.
 	}
@@ -816,6 +865,9 @@ func (r *run) finishJobs(n *node, end time.Duration) {
 
 // release takes p off n and out of the agent's books.
 func (r *run) release(n *node, p *pod) {
+	if r.preemptor != nil && p.job >= 0 {
+		r.preemptor.running[p.vgroup]--
+	}
 	n.remove(p)
 	if n.cpuTracker != nil && p.h.kind == kindService {
 		n.cpuTracker.RemovePod(p.key)
@@ -824,17 +876,31 @@ func (r *run) release(n *node, p *pod) {
 	}
 }
 
+// removal is why a job pod was taken off its node before it finished.
+type removal uint8
+
+const (
+	removedByQoS removal = iota
+	removedByOOM
+	removedByPreemption
+)
+
 // evict takes a job pod off its node and submits the job again, with its
 // work kept or lost as EvictedWork says.
-func (r *run) evict(p *pod) {
+func (r *run) evict(p *pod, why removal) {
 	n := p.node
+	r.budgetEnds(p, true)
 	r.release(n, p)
 	js := &r.jobs[p.job]
 	// release copied the pod's step state back to p.h.
 	if r.cfg.EvictedWork == EvictedWorkContinue {
 		js.done = p.h.done
 	}
-	r.stats.evicted(js)
+	if why == removedByPreemption {
+		r.stats.preempted(js)
+	} else {
+		r.stats.evicted(js)
+	}
 	// An error here can only come from the profiles, which admitted this
 	// job's first pod already.
 	_ = r.submit(p.job)
@@ -864,6 +930,10 @@ func (r *run) schedulePending() {
 		}
 		n := r.sched.pick(q.p, r.nodes, r.now)
 		if n == nil {
+			// PostFilter: preemption, when it is on and may help.
+			n = r.preempt(q.p)
+		}
+		if n == nil {
 			r.failedIn[q.sig] = r.cycle
 			q.nextTry = step + int32(r.retryEvery)
 			failed++
@@ -879,7 +949,7 @@ func (r *run) schedulePending() {
 // signatureID interns what the filters see of a pod, so that the queue
 // compares one integer per pod.
 func (r *run) signatureID(p *pod) int {
-	sig := signature{req: p.req, load: p.load}
+	sig := signature{req: p.req, load: p.load, priority: p.priority}
 	id, ok := r.signatures[sig]
 	if !ok {
 		id = len(r.signatures)
@@ -896,16 +966,23 @@ func (r *run) bind(p *pod, n *node) {
 	p.obj.Status.Phase = corev1.PodRunning
 	p.obj.Status.StartTime = &metav1.Time{Time: r.now}
 	n.place(p, r.la, r.now)
+	if r.preemptor != nil && p.job >= 0 {
+		r.preemptor.running[p.vgroup]++
+	}
+	r.budgetStarts(p)
 	if p.candidate && p.candIdx >= 0 {
 		// StartTime orders candidates by running time.
 		n.cands[p.candIdx].StartTime = r.now
 	}
 }
 
-// signature is what the filters see of a pod.
+// signature is what the filters see of a pod, and its priority: a pod
+// that fits nowhere may still preempt where a pod of lower priority could
+// not.
 type signature struct {
-	req  resVec
-	load nodeload.PodLoad
+	req      resVec
+	load     nodeload.PodLoad
+	priority int32
 }
 
 // pendingQueue is the scheduling queue: FIFO per priority, priorities
@@ -919,6 +996,10 @@ type pendingQueue struct {
 	// the signatures with queued pods.
 	bySig      []int
 	signatures int
+	// walking: each is running; pods pushed meanwhile (the victims of a
+	// preemption, submitted again) wait in later until it ends.
+	walking bool
+	later   []*pod
 }
 
 type queued struct {
@@ -934,6 +1015,10 @@ type queueLevel struct {
 }
 
 func (q *pendingQueue) push(p *pod) {
+	if q.walking {
+		q.later = append(q.later, p)
+		return
+	}
 	i, found := slices.BinarySearchFunc(q.levels, p.priority, func(l queueLevel, prio int32) int {
 		return int(prio) - int(l.priority)
 	})
@@ -954,6 +1039,15 @@ func (q *pendingQueue) push(p *pod) {
 // each calls f on every pending pod in queue order; f returns left when
 // the pod left the queue, and stop to end the walk after this pod.
 func (q *pendingQueue) each(f func(*queued) (left, stop bool)) {
+	q.walking = true
+	defer func() {
+		q.walking = false
+		for i, p := range q.later {
+			q.push(p)
+			q.later[i] = nil
+		}
+		q.later = q.later[:0]
+	}()
 	for li := range q.levels {
 		l := &q.levels[li]
 		stopped := false

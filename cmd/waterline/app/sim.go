@@ -53,17 +53,20 @@ type simOptions struct {
 	// calibration is a benchmark's calibration.json that sets the harm
 	// model's interference κ (sim.Harm.Calibrate).
 	calibration string
+	// preemption is sim.Config.Preemption.
+	preemption bool
 }
 
 func newSimCommand() *cobra.Command {
 	o := simOptions{
-		workload: workload.KindSynthetic,
-		nodes:    100,
-		duration: 24 * time.Hour,
-		step:     10 * time.Second,
-		seed:     1,
-		out:      "waterline-sim",
-		output:   "table",
+		workload:   workload.KindSynthetic,
+		nodes:      100,
+		duration:   24 * time.Hour,
+		step:       10 * time.Second,
+		seed:       1,
+		out:        "waterline-sim",
+		preemption: true,
+		output:     "table",
 	}
 	for _, p := range sim.DefaultPolicies {
 		o.policies = append(o.policies, string(p))
@@ -125,6 +128,7 @@ charts and the numbers as JSON.`,
 	f.Float64Var(&o.batchLoad, "batch-load", 0, "synthetic workloads: batch CPU demand offered, in percent of the cluster's CPU (0: the default, 60)")
 	f.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar")
+	f.BoolVar(&o.preemption, "preemption", o.preemption, "the scheduler preempts lower-priority pods for a pod that fits nowhere (DefaultPreemption for the baselines, BandPreemption for waterline); false is the chart's install-time scheduler.preemption: disabled")
 	f.StringVar(&o.calibration, "calibration", "", "calibration.json of make bench-colocation: fit the harm model's interference κ to it (default: κ of docs/design/simulator.md)")
 	return cmd
 }
@@ -222,7 +226,7 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 	}
 	logger.V(1).Info("Built workload", "workload", w.Name, "nodes", len(w.Nodes), "services", len(w.Services), "jobs", len(w.Jobs), "elapsed", time.Since(start))
 
-	cfg := sim.Config{Step: o.step, Seed: o.seed}
+	cfg := sim.Config{Step: o.step, Seed: o.seed, Preemption: &o.preemption}
 	if o.calibration != "" {
 		cal, err := sim.LoadCalibration(o.calibration)
 		if err != nil {

@@ -156,6 +156,8 @@ var rows = []row{
 		return fmt.Sprintf("%.3f (%d)", s.EvictionsPerNodeHour, s.Evictions)
 	}},
 	{"OOM kills", func(s *sim.Summary) string { return fmt.Sprint(s.OOMKills) }},
+	{"preemptions (pods preempted)", func(s *sim.Summary) string { return fmt.Sprint(s.Preemptions) }},
+	{"evictions refused by a PDB", func(s *sim.Summary) string { return fmt.Sprint(s.EvictionsRefused) }},
 	{"throttled BE CPU (core-s)", func(s *sim.Summary) string { return fmt.Sprintf("%.0f", s.ThrottledCoreSeconds) }},
 	{"QoS breaches acted on / pods acted on", func(s *sim.Summary) string { return fmt.Sprintf("%d / %d", s.QoSBreaches, s.PodsActed) }},
 	{"CPU over-action (released ÷ needed)", func(s *sim.Summary) string { return optional(s.OverActionRatio, "%.2f") }},
