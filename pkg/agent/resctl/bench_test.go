@@ -166,3 +166,46 @@ func BenchmarkReconcile(b *testing.B) {
 		})
 	}
 }
+
+// TestSteadyCycleAllocations: a steady cycle (every cgroup already right)
+// over 200 pods, 160 of them throttled, allocates a handful of objects,
+// not one or more per pod: the agent runs it every second.
+func TestSteadyCycleAllocations(t *testing.T) {
+	layout, err := cgroups.NewLayout(filepath.Join(t.TempDir(), "cgroup"), cgroups.V1, cgroups.DriverCgroupfs, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := cgroupstest.Tree{Layout: layout}
+	if err := ft.Init(); err != nil {
+		t.Fatal(err)
+	}
+	pods := benchPods()
+	intents := map[types.UID]resctl.Intent{}
+	for _, pod := range pods {
+		pod.Status.QOSClass = resctl.PodQOSClass(pod)
+		if err := ft.Cgroup(layout.PodCgroup(pod.UID, pod.Status.QOSClass), cgroupstest.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+		if extension.BandOf(pod) == extension.BandBatch {
+			intents[pod.UID] = resctl.Intent{CPUQuotaMilli: 200, BelowOwnLimits: true}
+		}
+	}
+	r, err := resctl.New(layout, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetIntents("qos", intents)
+	ctx := klog.NewContext(t.Context(), klog.Background())
+	snap := &agent.Snapshot{Pods: pods}
+	if err := r.Cycle(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := r.Cycle(ctx, snap); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 20 {
+		t.Errorf("a steady cycle over %d pods (%d throttled) allocates %.0f objects, want at most 20", len(pods), len(intents), allocs)
+	}
+}

@@ -75,7 +75,14 @@ type SourcedIntent struct {
 //   - CPU shares: the smallest shares any intent asks for, else kubelet's;
 //   - memory limit: the smallest of kubelet's and every cap.
 func Combine(kubelet Limits, intents []SourcedIntent) Desired {
-	d := Desired{Limits: kubelet}
+	return combine(kubelet, intents, nil)
+}
+
+// combine is Combine with QuotaSources appended to buf[:0], so a caller
+// that combines every pod every cycle reuses one buffer; the result's
+// QuotaSources are valid until buf is used again.
+func combine(kubelet Limits, intents []SourcedIntent, buf []Source) Desired {
+	d := Desired{Limits: kubelet, QuotaSources: buf[:0]}
 	for _, in := range intents {
 		if q := in.CPUQuotaMilli; q > 0 {
 			q = max(q, MinQuotaMilli)

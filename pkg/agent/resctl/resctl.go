@@ -67,7 +67,9 @@ type Reconciler struct {
 
 	scratch []SourcedIntent
 	sources []Source
-	reader  *cgroups.Reader
+	// quotaSources backs the Desired of the pod being reconciled.
+	quotaSources []Source
+	reader       *cgroups.Reader
 	// seen and present are per-cycle scratch sets: pods reconciled, and
 	// every pod of the node.
 	seen, present map[types.UID]struct{}
@@ -345,7 +347,8 @@ func (r *Reconciler) reconcile(logger klog.Logger, pod *corev1.Pod, st *podState
 		st.kubelet, st.kubeletOf = KubeletLimits(pod), pod
 	}
 	kubelet := st.kubelet
-	d := Combine(kubelet, intents)
+	d := combine(kubelet, intents, r.quotaSources)
+	r.quotaSources = d.QuotaSources
 	heal := !st.healed
 	st.healed = true
 	if !d.HasQuota && !d.HasShares && !d.HasMemory && !st.quota && !st.shares && !st.memory && len(st.containers) == 0 && !heal {
