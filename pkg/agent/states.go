@@ -183,7 +183,8 @@ func (s *States) Pods() []*corev1.Pod {
 		return s.snap.Pods
 	}
 	all, _ := s.pods.List(labels.Everything())
-	out := all[:0:0]
+	// List returns a slice of its own: filter it in place.
+	out := all[:0]
 	for _, p := range all {
 		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			out = append(out, p)

@@ -19,10 +19,12 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -374,8 +376,19 @@ func TestAgentCostRealCgroups200Pods(t *testing.T) {
 		return testutil.AgentOptions{NodeName: node, StateDir: state, CgroupRoot: resctltest.RealRoot, KubeletCgroupRoot: "/" + rn.Top,
 			CgroupVersion: string(rn.Layout.Version()), CgroupDriver: "cgroupfs", ProcRoot: proc.Dir}
 	}
+	// With COSTTEST_PPROF_DIR set, the 200-pod agent serves Go's profiles
+	// and the test saves there a CPU profile of the measured cycles and the
+	// allocation profiles at their start and end.
+	pprofDir := os.Getenv("COSTTEST_PPROF_DIR")
+	fullOpts := opts(full, stateDir)
+	pprofURL := ""
+	if pprofDir != "" {
+		addr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+		fullOpts.Args = append(fullOpts.Args, "--profiling-address", addr)
+		pprofURL = "http://" + addr + "/debug/pprof/"
+	}
 	agents := map[string]*testutil.Agent{
-		"200 pods": c.StartAgent(t, opts(full, stateDir)),
+		"200 pods": c.StartAgent(t, fullOpts),
 		"baseline": c.StartAgent(t, opts(idle, "")),
 	}
 	cyclesOf := func(a *testutil.Agent) float64 {
@@ -392,20 +405,33 @@ func TestAgentCostRealCgroups200Pods(t *testing.T) {
 		cpu                    time.Duration
 		cycles, bytes, mallocs float64
 	}
-	// The Go runtime's cumulative allocation counters, from /metrics (the
-	// scrape itself allocates a little, once at each end).
+	// The Go runtime's cumulative allocation counters, from /metrics.
 	allocs := func(a *testutil.Agent) (bytes, mallocs float64) {
 		page := a.Metrics(t)
 		bytes, _ = testutil.MetricValue(page, "go_memstats_alloc_bytes_total")
 		mallocs, _ = testutil.MetricValue(page, "go_memstats_mallocs_total")
 		return bytes, mallocs
 	}
+	// A scrape of /metrics allocates what the per-pod gauges need (about
+	// 50,000 objects with 200 pods): two scrapes back to back measure it,
+	// and the one at the end is taken off.
 	start := map[string]mark{}
+	scrape := map[string]mark{}
 	for name, a := range agents {
+		b0, m0 := allocs(a)
 		b, m := allocs(a)
+		scrape[name] = mark{bytes: b - b0, mallocs: m - m0}
 		start[name] = mark{procCPU(t, a.PID()), cyclesOf(a), b, m}
 	}
-	time.Sleep(cycles * time.Second)
+	if pprofURL != "" {
+		// The allocations of the measured cycles: go tool pprof -base
+		// agent-allocs-start.pprof agent-allocs.pprof.
+		saveProfile(t, pprofURL+"allocs", filepath.Join(pprofDir, "agent-allocs-start.pprof"))
+		saveProfile(t, pprofURL+"profile?seconds="+strconv.Itoa(cycles-5), filepath.Join(pprofDir, "agent-cpu.pprof"))
+		saveProfile(t, pprofURL+"allocs", filepath.Join(pprofDir, "agent-allocs.pprof"))
+	} else {
+		time.Sleep(cycles * time.Second)
+	}
 	perCycle := map[string]float64{}
 	for name, a := range agents {
 		cpu, n := procCPU(t, a.PID())-start[name].cpu, cyclesOf(a)-start[name].cycles
@@ -413,6 +439,7 @@ func TestAgentCostRealCgroups200Pods(t *testing.T) {
 		vmRSS, _ := testutil.ProcStatus(a.PID(), "VmRSS")
 		vmHWM, _ := testutil.ProcStatus(a.PID(), "VmHWM")
 		b, m := allocs(a)
+		b, m = b-scrape[name].bytes, m-scrape[name].mallocs
 		t.Logf("%s: process CPU %.2f ms per cycle over %.0f cycles; VmRSS %.1f MiB, VmHWM %.1f MiB; allocated %.1f KiB in %.0f objects per cycle",
 			name, perCycle[name], n, float64(vmRSS)/mib, float64(vmHWM)/mib, (b-start[name].bytes)/1024/n, (m-start[name].mallocs)/n)
 		if name == "200 pods" && vmHWM > 64*mib {
@@ -499,4 +526,25 @@ func TestAgentEvictionDuringPartitionKeepsTheBeat(t *testing.T) {
 		v := metric(`waterline_agent_qos_evictions_total{result="error"`)
 		return v >= 1, fmt.Errorf("error evictions %v", v)
 	}, "waiting for the hanging eviction to time out")
+}
+
+// saveProfile writes what url serves to path.
+func saveProfile(t *testing.T, url, path string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("saved %s (%d bytes)", path, len(b))
 }

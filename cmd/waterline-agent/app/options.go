@@ -135,6 +135,10 @@ type Options struct {
 	// off; the same address as --health-address serves all three on one
 	// port. Default :9321.
 	MetricsAddress string
+	// ProfilingAddress serves Go's /debug/pprof/ (host:port); "0", the
+	// default, turns it off. The agent runs on the host network: give a
+	// loopback address.
+	ProfilingAddress string
 }
 
 // NewOptions returns the defaults.
@@ -162,6 +166,7 @@ func NewOptions() *Options {
 		PodNamespace:             os.Getenv("POD_NAMESPACE"),
 		HealthAddress:            ":9320",
 		MetricsAddress:           ":9321",
+		ProfilingAddress:         "0",
 	}
 }
 
@@ -192,6 +197,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PodNamespace, "pod-namespace", o.PodNamespace, "The agent's own pod's namespace (default $POD_NAMESPACE).")
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port of /healthz and /readyz.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "host:port of Prometheus /metrics; \"0\" disables it; may equal --health-address.")
+	fs.StringVar(&o.ProfilingAddress, "profiling-address", o.ProfilingAddress, "host:port of Go's /debug/pprof/ profiles; \"0\" (the default) disables it. The agent runs on the host network: use a loopback address such as 127.0.0.1:9322.")
 }
 
 // memoryBudgetBytes parses --metric-memory-budget.
@@ -279,6 +285,11 @@ func (o *Options) Validate() field.ErrorList {
 	if o.MetricsAddress != "0" {
 		if err := cmdutil.ValidateAddress(o.MetricsAddress); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("metrics-address"), o.MetricsAddress, err.Error()))
+		}
+	}
+	if o.ProfilingAddress != "0" {
+		if err := cmdutil.ValidateAddress(o.ProfilingAddress); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("profiling-address"), o.ProfilingAddress, err.Error()))
 		}
 	}
 	budgetOK := true

@@ -46,6 +46,7 @@ func TestValidate(t *testing.T) {
 				o.StateDir = "relative"
 				o.HealthAddress = "nope"
 				o.MetricsAddress = ":99999"
+				o.ProfilingAddress = "localhost"
 				o.MetricMemoryBudget = "lots"
 				o.CgroupRoot = "sys/fs/cgroup"
 				o.CgroupVersion = "v3"
@@ -65,6 +66,7 @@ func TestValidate(t *testing.T) {
 				"state-dir: Invalid value",
 				"health-address: Invalid value",
 				"metrics-address: Invalid value",
+				"profiling-address: Invalid value",
 				"metric-memory-budget: Invalid value",
 				"cgroup-root: Invalid value",
 				"cgroup-version: Unsupported value",

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -295,9 +296,10 @@ func newRecorder(ctx context.Context, kube kubernetes.Interface, nodeName string
 	return recorder, broadcaster.Shutdown, nil
 }
 
-// startServers serves /healthz and /readyz on --health-address and
+// startServers serves /healthz and /readyz on --health-address,
 // /metrics on --metrics-address (on the health server when both are the
-// same; not at all when it is "0"). They outlive ctx until the returned
+// same; not at all when it is "0") and, when asked, Go's profiles on
+// --profiling-address. They outlive ctx until the returned
 // function stops them, so that probes answer while the agent checkpoints.
 // On an error no server is left running.
 func startServers(ctx context.Context, o *Options, h *health, reg *prometheus.Registry) (func(), error) {
@@ -321,6 +323,18 @@ func startServers(ctx context.Context, o *Options, h *health, reg *prometheus.Re
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metricsHandler)
 		if err := serve(serveCtx, &servers, "metrics", o.MetricsAddress, mux); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	if o.ProfilingAddress != "0" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		if err := serve(serveCtx, &servers, "profiling", o.ProfilingAddress, mux); err != nil {
 			stop()
 			return nil, err
 		}
