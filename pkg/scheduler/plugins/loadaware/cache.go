@@ -64,7 +64,14 @@ type nodeCache struct {
 	// entry was added or dropped since it was taken.
 	index atomic.Pointer[nodeIndex]
 	stale atomic.Bool
+	// cycles numbers the scheduling cycles (newCycle), so that Score can
+	// tell the score Filter left on an entry in this cycle from an older
+	// one.
+	cycles atomic.Uint64
 }
+
+// newCycle returns the number of a new scheduling cycle; never 0.
+func (c *nodeCache) newCycle() uint64 { return c.cycles.Add(1) }
 
 // nodeIndex is a read-only view of the cache's entries for scheduling
 // cycles. The entries are shared; the maps are never written.
@@ -89,6 +96,9 @@ type infoIndex struct {
 	// misses counts lookups it did not answer that the name did: once
 	// they cost about what rebuilding it does, it is rebuilt.
 	misses atomic.Int64
+	// mismatched is set when a NodeInfo was found holding another node
+	// than the one it was indexed for: it is rebuilt at the next cycle.
+	mismatched atomic.Bool
 }
 
 // builtFrom reports whether the index was built from this list.
@@ -131,7 +141,7 @@ func (c *nodeCache) snapshot(nodes []fwk.NodeInfo) *nodeIndex {
 			return false
 		}
 		ii := idx.byInfo
-		return ii == nil || !ii.builtFrom(nodes) || ii.misses.Load() >= int64(max(ii.n, 1))
+		return ii == nil || !ii.builtFrom(nodes) || ii.misses.Load() >= int64(max(ii.n, 1)) || ii.mismatched.Load()
 	}
 	if idx != nil && !c.stale.Load() && !rebuildInfo(idx) {
 		return idx
@@ -185,6 +195,12 @@ type nodeState struct {
 	// view is the node's load as Filter and Score read it; nil after a
 	// change, until a reader derives it again (nodeCache.refresh).
 	view atomic.Pointer[nodeView]
+	// scored is the score Filter worked out for the node in a cycle, as
+	// cycle<<8 | score (0 when none): Score, which runs on the nodes
+	// Filter just passed, finds it on the cache line it reads anyway,
+	// instead of reading the view again. Only the cycle's own Filter
+	// writes it; a word of another cycle is ignored.
+	scored atomic.Uint64
 	// dropped is set when the entry left the cache (it knew nothing about
 	// the node any more); an index that still holds it looks the node up
 	// by name.
@@ -216,13 +232,32 @@ type nodeState struct {
 
 // nodeView is a node's load derived for one Node object, never changed
 // once published: Filter and Score read it on many goroutines at once.
+// What they read comes first -- the node, until and the summary, in two
+// or three cache lines for cpu and memory; the NodeLoad behind the summary
+// is only read to log a refusal's numbers.
 type nodeView struct {
-	load nodeload.NodeLoad
 	// node is the Node object the view was derived for.
 	node *corev1.Node
 	// until is when, in Unix nanoseconds, a forced estimation window ends
 	// and the excess must be summed again; 0 when only a change does.
 	until int64
+	// sum is load reduced to what Filter and Score read, the NodeMetric's
+	// expiry and forbid-scheduling flag included, so that judging a node
+	// does not also read its Metric.
+	sum  nodeload.NodeSummary
+	load nodeload.NodeLoad
+}
+
+// scoredWord packs the score Filter leaves for a cycle (nodeState.scored).
+func scoredWord(cycle uint64, score int64) uint64 { return cycle<<8 | uint64(score) }
+
+// scoreOf returns the score Filter left on the entry in cycle.
+func (ns *nodeState) scoreOf(cycle uint64) (int64, bool) {
+	w := ns.scored.Load()
+	if w>>8 != cycle {
+		return 0, false
+	}
+	return int64(w & 0xff), true
 }
 
 // current reports whether the view holds for node at now.
@@ -358,30 +393,55 @@ func (c *nodeCache) dropIfEmptyLocked(name string, ns *nodeState) {
 	}
 }
 
-// viewOf returns the load of the node nodeInfo holds, at now (nowNano is
-// the same instant in Unix nanoseconds), or nil when LoadAware knows
-// nothing about the node. The error is the node's malformed annotations,
-// returned only when it differs from the last one returned for the node,
-// so that a caller reports each once.
-func (c *nodeCache) viewOf(idx *nodeIndex, nodeInfo fwk.NodeInfo, node *corev1.Node, now time.Time, nowNano int64) (*nodeView, error) {
+// viewOf returns the entry of the node nodeInfo holds and its load at now
+// (nowNano is the same instant in Unix nanoseconds), or nils when
+// LoadAware knows nothing about the node. The error is the node's
+// malformed annotations, returned only when it differs from the last one
+// returned for the node, so that a caller reports each once.
+func (c *nodeCache) viewOf(idx *nodeIndex, nodeInfo fwk.NodeInfo, node *corev1.Node, now time.Time, nowNano int64) (*nodeState, *nodeView, error) {
 	ns := idx.lookup(nodeInfo, node)
 	if ns == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if v := ns.view.Load(); v != nil && v.current(node, nowNano) {
-		return v, nil
+		return ns, v, nil
 	}
 	if ns.name != node.Name {
 		// The NodeInfo holds another node than when it was indexed (not
-		// the scheduler's own snapshot): go by name.
+		// the scheduler's own snapshot): go by name, and do not trust the
+		// pointer index with Filter's scores (scoredBy) nor any longer
+		// than this cycle.
+		if ii := idx.byInfo; ii != nil {
+			ii.mismatched.Store(true)
+		}
 		if ns = idx.byName[node.Name]; ns == nil {
-			return nil, nil
+			return nil, nil, nil
 		}
 		if v := ns.view.Load(); v != nil && v.current(node, nowNano) {
-			return v, nil
+			return ns, v, nil
 		}
 	}
-	return c.refresh(ns, node, now, nowNano)
+	v, err := c.refresh(ns, node, now, nowNano)
+	return ns, v, err
+}
+
+// scoredBy returns the score Filter left in cycle for the node nodeInfo
+// holds; false when there is none (Filter did not pass the node in this
+// cycle, or the node is only known by name).
+func (idx *nodeIndex) scoredBy(nodeInfo fwk.NodeInfo, cycle uint64) (int64, bool) {
+	ii := idx.byInfo
+	if ii == nil || ii.mismatched.Load() {
+		return 0, false
+	}
+	p, ok := nodeInfo.(*framework.NodeInfo)
+	if !ok {
+		return 0, false
+	}
+	ns := ii.m[p]
+	if ns == nil || ns.dropped.Load() {
+		return 0, false
+	}
+	return ns.scoreOf(cycle)
 }
 
 // refresh derives and publishes the node's view for node at now, under
@@ -424,6 +484,7 @@ func (c *nodeCache) refresh(ns *nodeState, node *corev1.Node, now time.Time, now
 			v.until = ns.excessUntil.UnixNano()
 		}
 	}
+	v.sum = c.cfg.Summarize(&v.load)
 	ns.view.Store(v)
 	return v, err
 }

@@ -235,6 +235,9 @@ type preFilterState struct {
 	// views.
 	nowNano int64
 	nodes   *nodeIndex
+	// cycle numbers the state, for the scores Filter leaves to Score
+	// (nodeState.scored).
+	cycle uint64
 }
 
 // Clone shares the state: nothing changes it after PreFilter.
@@ -264,7 +267,7 @@ func (pl *LoadAware) newState(ctx context.Context, pod *corev1.Pod, nodes []fwk.
 		klog.FromContext(ctx).V(2).Info("Estimating pod load with defaults", "pod", klog.KObj(pod), "err", err)
 	}
 	now := pl.clock.Now()
-	return &preFilterState{pod: load, now: now, nowNano: now.UnixNano(), nodes: pl.cache.snapshot(nodes)}
+	return &preFilterState{pod: load, now: now, nowNano: now.UnixNano(), nodes: pl.cache.snapshot(nodes), cycle: pl.cache.newCycle()}
 }
 
 // PreScore hands Score the state PreFilter left, or, in a profile that
@@ -307,7 +310,7 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
-	nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
+	ns, nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
 	if err != nil {
 		pl.badAnnotation(ctx, node, err)
 	}
@@ -315,8 +318,11 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 		// No NodeMetric and no pods: the load is unknown, the node fits.
 		return nil
 	}
-	v := pl.cfg.Filter(&s.pod, &nv.load, s.now)
+	v := pl.cfg.FilterSummary(&s.pod, &nv.sum, s.nowNano)
 	if v.Reason == nodeload.Fit {
+		// Score runs next on the nodes Filter passed, with the same state:
+		// leave it the score while the view is at hand.
+		ns.scored.Store(scoredWord(s.cycle, pl.cfg.ScoreSummary(&s.pod, &nv.sum, s.nowNano)))
 		return nil
 	}
 	pl.refusals.count(v)
@@ -346,11 +352,14 @@ func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
+	if score, ok := s.nodes.scoredBy(nodeInfo, s.cycle); ok {
+		return score, nil
+	}
 	node := nodeInfo.Node()
 	if node == nil {
 		return 0, fwk.NewStatus(fwk.Error, "node not found")
 	}
-	nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
+	_, nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
 	if err != nil {
 		pl.badAnnotation(ctx, node, err)
 	}
@@ -358,7 +367,7 @@ func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev
 		// No NodeMetric and no pods: the load is unknown.
 		return 0, nil
 	}
-	return pl.cfg.Score(&s.pod, &nv.load, s.now), nil
+	return pl.cfg.ScoreSummary(&s.pod, &nv.sum, s.nowNano), nil
 }
 
 // ScoreExtensions returns nil: scores are already 0-100.
