@@ -293,3 +293,41 @@ func TestCyclesFindNodesByTheirNodeInfo(t *testing.T) {
 		t.Errorf("%d lookups went by name, want none", m)
 	}
 }
+
+// TestSlotsFollowTheLatestIndex: when the scheduler's node list changes
+// (a new NodeInfo index, new slots), a change of a node's load made
+// afterwards is seen through the new slots and by a cycle that still holds
+// the older index: an older index's slot never serves a view again.
+func TestSlotsFollowTheLatestIndex(t *testing.T) {
+	e := newEnv(t, nil, []*corev1.Node{node16("a").Obj(), node16("b").Obj()}, nil,
+		metric("a", t0).usage("4", "8Gi").obj(), metric("b", t0).usage("4", "8Gi").obj())
+	p := pod("p", "1", "1Gi").Obj()
+	filter := func(s *preFilterState, node string) *fwk.Status {
+		state := framework.NewCycleState()
+		state.Write(preFilterStateKey, s)
+		return e.pl.Filter(e.ctx, state, p, e.nodeInfo(node))
+	}
+	older := e.pl.newState(e.ctx, p, []fwk.NodeInfo{e.nodeInfo("a"), e.nodeInfo("b")})
+	if s := filter(older, "a"); !s.IsSuccess() {
+		t.Fatalf("a at 4 of 16 cores: %v, want a fit", s)
+	}
+	// A new list (the scheduler allocates one when a node comes or goes).
+	newer := e.pl.newState(e.ctx, p, []fwk.NodeInfo{e.nodeInfo("b"), e.nodeInfo("a")})
+	if newer.nodes.byInfo == older.nodes.byInfo {
+		t.Fatal("a new node list did not build a new NodeInfo index")
+	}
+	if s := filter(newer, "a"); !s.IsSuccess() {
+		t.Fatalf("a at 4 of 16 cores: %v, want a fit", s)
+	}
+	// 11 cores more on a: 4 + 11 × 0.85 + 0.85 = 14.2 of 16 = 89 % > 80 %.
+	for i := range 11 {
+		if err := e.pl.cache.assign(pod(fmt.Sprintf("big-%d", i), "1", "1Gi").Obj(), "a", true, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, s := range map[string]*preFilterState{"newer": newer, "older": older} {
+		if st := filter(s, "a"); st.IsSuccess() {
+			t.Errorf("a with 11 more cores, %s index: fits, want refused", name)
+		}
+	}
+}

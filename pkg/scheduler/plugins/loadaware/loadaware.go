@@ -310,7 +310,7 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
-	ns, nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
+	sl, nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
 	if err != nil {
 		pl.badAnnotation(ctx, node, err)
 	}
@@ -322,7 +322,9 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	if v.Reason == nodeload.Fit {
 		// Score runs next on the nodes Filter passed, with the same state:
 		// leave it the score while the view is at hand.
-		ns.scored.Store(scoredWord(s.cycle, pl.cfg.ScoreSummary(&s.pod, &nv.sum, s.nowNano)))
+		if sl != nil {
+			sl.scored.Store(scoredWord(s.cycle, pl.cfg.ScoreSummary(&s.pod, &nv.sum, s.nowNano)))
+		}
 		return nil
 	}
 	pl.refusals.count(v)
