@@ -33,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,6 +98,28 @@ type LoadAware struct {
 	wake    chan struct{}
 	// stopped is closed once the NodeMetric informers have stopped.
 	stopped chan struct{}
+	// last is the state PreFilter or PreScore wrote last and the
+	// CycleState it went to: Filter and Score, called for every node,
+	// find it with one comparison instead of a lookup in the CycleState's
+	// map. Any other CycleState (a clone for preemption or nominated pods,
+	// an older cycle's) is read as before.
+	last atomic.Pointer[lastState]
+}
+
+// lastState is LoadAware.last.
+type lastState struct {
+	cycle fwk.CycleState
+	s     *preFilterState
+	// preFiltered and preScored say under which keys cycle holds s.
+	preFiltered, preScored bool
+}
+
+// stateOf returns the state under key, as readState does.
+func (pl *LoadAware) stateOf(state fwk.CycleState, key fwk.StateKey) (*preFilterState, error) {
+	if l := pl.last.Load(); l != nil && l.cycle == state && (key == preFilterStateKey && l.preFiltered || key == preScoreStateKey && l.preScored) {
+		return l.s, nil
+	}
+	return readState(state, key)
 }
 
 // New builds the plugin from its args (nil for the defaults), validates
@@ -248,6 +271,7 @@ func (s *preFilterState) Clone() fwk.StateData { return s }
 func (pl *LoadAware) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	s := pl.newState(ctx, pod, nodes)
 	state.Write(preFilterStateKey, s)
+	pl.last.Store(&lastState{cycle: state, s: s, preFiltered: true})
 	if s.pod.DaemonSet {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -281,6 +305,7 @@ func (pl *LoadAware) PreScore(ctx context.Context, state fwk.CycleState, pod *co
 		s = pl.newState(ctx, pod, nil)
 	}
 	state.Write(preScoreStateKey, s)
+	pl.last.Store(&lastState{cycle: state, s: s, preFiltered: err == nil, preScored: true})
 	return nil
 }
 
@@ -302,7 +327,7 @@ func readState(state fwk.CycleState, key fwk.StateKey) (*preFilterState, error) 
 // state and the pod is Batch or Free. Every refusal is
 // UnschedulableAndUnresolvable: preemption cannot lower reported usage.
 func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s, err := readState(state, preFilterStateKey)
+	s, err := pl.stateOf(state, preFilterStateKey)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -350,7 +375,7 @@ func (pl *LoadAware) badAnnotation(ctx context.Context, node *corev1.Node, err e
 // Score ranks the node by how little of it would be used with the pod; see
 // nodeload.Config.Score.
 func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	s, err := readState(state, preScoreStateKey)
+	s, err := pl.stateOf(state, preScoreStateKey)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
