@@ -329,6 +329,10 @@ func TestFilter(t *testing.T) {
 			if v := c.Filter(&tc.pod, &node, at); v != j.Verdict {
 				t.Errorf("Filter = %+v, Judge = %+v: they must agree", v, j.Verdict)
 			}
+			sum := c.Summarize(&node)
+			if v := c.FilterSummary(&tc.pod, &sum, at.UnixNano()); v != j.Verdict {
+				t.Errorf("FilterSummary = %+v, Judge = %+v: they must agree", v, j.Verdict)
+			}
 		})
 	}
 }

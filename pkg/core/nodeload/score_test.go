@@ -167,6 +167,10 @@ func TestScore(t *testing.T) {
 			if got := c.Score(&tc.pod, &node, at); got != tc.want {
 				t.Errorf("Score = %d, want %d", got, tc.want)
 			}
+			sum := c.Summarize(&node)
+			if got := c.ScoreSummary(&tc.pod, &sum, at.UnixNano()); got != tc.want {
+				t.Errorf("ScoreSummary = %d, want %d", got, tc.want)
+			}
 		})
 	}
 }

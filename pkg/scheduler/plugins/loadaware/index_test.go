@@ -21,6 +21,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -104,6 +105,91 @@ func TestNodeInfoCopiesAndReusedNodeInfos(t *testing.T) {
 	defer reused.SetNode(coldNode)
 	if s := e.fw.RunFilterPlugins(e.ctx, state, p, reused); s.IsSuccess() {
 		t.Errorf("the NodeInfo of cold holding hot: fits, want refused as hot")
+	}
+	// Filter passed cold's NodeInfo in this cycle and left cold's score on
+	// the entry it indexes; holding hot, it scores as hot.
+	hot, _ := e.pl.Score(e.ctx, state, p, e.nodeInfo("hot"))
+	if got, _ := e.pl.Score(e.ctx, state, p, reused); got != hot || got == want {
+		t.Errorf("Score of the NodeInfo of cold holding hot = %d, want hot's %d (cold's is %d)", got, hot, want)
+	}
+}
+
+// TestScoreTakesFiltersScore: in a cycle whose Filter passed a node, Score
+// answers from the score Filter left on the node's entry, and it is the
+// score Score works out itself (in a cycle without Filter); a cycle after
+// the node's load changed does not take an older cycle's score.
+func TestScoreTakesFiltersScore(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	e := newEnv(t, nil, []*corev1.Node{node16("a").Obj(), node16("b").Obj(), node16("c").Obj()}, nil,
+		metric("a", t0).usage("2", "8Gi").obj(), metric("b", t0).usage("5", "16Gi").obj(), metric("c", t0).usage("8", "32Gi").obj())
+	p := pod("p", "1", "1Gi").Obj()
+	// computed is what Score works out without Filter in the cycle.
+	computed := func() map[string]int64 {
+		state := e.preFiltered(p)
+		if s := e.fw.RunPreScorePlugins(e.ctx, state, p, []fwk.NodeInfo{e.nodeInfo("a")}); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		out := map[string]int64{}
+		for _, name := range names {
+			score, s := e.pl.Score(e.ctx, state, p, e.nodeInfo(name))
+			if !s.IsSuccess() {
+				t.Fatal(s)
+			}
+			out[name] = score
+		}
+		return out
+	}
+	// filteredAndScored runs Filter, then Score, in one cycle, and checks
+	// that every node was answered from Filter's score.
+	filteredAndScored := func() map[string]int64 {
+		state := e.preFiltered(p)
+		var infos []fwk.NodeInfo
+		for _, name := range names {
+			if s := e.fw.RunFilterPlugins(e.ctx, state, p, e.nodeInfo(name)); !s.IsSuccess() {
+				t.Fatalf("Filter on %s: %v", name, s)
+			}
+			infos = append(infos, e.nodeInfo(name))
+		}
+		if s := e.fw.RunPreScorePlugins(e.ctx, state, p, infos); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		st, err := readState(state, preScoreStateKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, name := range names {
+			if _, ok := st.nodes.scoredBy(e.nodeInfo(name), st.cycle); !ok {
+				t.Errorf("%s: no score left by Filter in its cycle", name)
+			}
+			score, s := e.pl.Score(e.ctx, state, p, e.nodeInfo(name))
+			if !s.IsSuccess() {
+				t.Fatal(s)
+			}
+			out[name] = score
+		}
+		return out
+	}
+
+	want := computed()
+	if want["a"] <= want["b"] || want["b"] <= want["c"] {
+		t.Fatalf("scores %v: want a > b > c by load", want)
+	}
+	if diff := cmp.Diff(want, filteredAndScored()); diff != "" {
+		t.Errorf("Score after Filter (-computed +got):\n%s", diff)
+	}
+	// Six cores more on a: its score drops, in the next cycle.
+	for i := range 6 {
+		if err := e.pl.cache.assign(pod(fmt.Sprintf("big-%d", i), "1", "1Gi").Obj(), "a", true, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := computed()
+	if after["a"] >= want["a"] {
+		t.Fatalf("a with six more cores assumed scores %d, before %d: want lower", after["a"], want["a"])
+	}
+	if diff := cmp.Diff(after, filteredAndScored()); diff != "" {
+		t.Errorf("Score after Filter, once a's load changed (-computed +got):\n%s", diff)
 	}
 }
 
@@ -205,5 +291,43 @@ func TestCyclesFindNodesByTheirNodeInfo(t *testing.T) {
 	}
 	if m := idx.byInfo.misses.Load(); m != 0 {
 		t.Errorf("%d lookups went by name, want none", m)
+	}
+}
+
+// TestSlotsFollowTheLatestIndex: when the scheduler's node list changes
+// (a new NodeInfo index, new slots), a change of a node's load made
+// afterwards is seen through the new slots and by a cycle that still holds
+// the older index: an older index's slot never serves a view again.
+func TestSlotsFollowTheLatestIndex(t *testing.T) {
+	e := newEnv(t, nil, []*corev1.Node{node16("a").Obj(), node16("b").Obj()}, nil,
+		metric("a", t0).usage("4", "8Gi").obj(), metric("b", t0).usage("4", "8Gi").obj())
+	p := pod("p", "1", "1Gi").Obj()
+	filter := func(s *preFilterState, node string) *fwk.Status {
+		state := framework.NewCycleState()
+		state.Write(preFilterStateKey, s)
+		return e.pl.Filter(e.ctx, state, p, e.nodeInfo(node))
+	}
+	older := e.pl.newState(e.ctx, p, []fwk.NodeInfo{e.nodeInfo("a"), e.nodeInfo("b")})
+	if s := filter(older, "a"); !s.IsSuccess() {
+		t.Fatalf("a at 4 of 16 cores: %v, want a fit", s)
+	}
+	// A new list (the scheduler allocates one when a node comes or goes).
+	newer := e.pl.newState(e.ctx, p, []fwk.NodeInfo{e.nodeInfo("b"), e.nodeInfo("a")})
+	if newer.nodes.byInfo == older.nodes.byInfo {
+		t.Fatal("a new node list did not build a new NodeInfo index")
+	}
+	if s := filter(newer, "a"); !s.IsSuccess() {
+		t.Fatalf("a at 4 of 16 cores: %v, want a fit", s)
+	}
+	// 11 cores more on a: 4 + 11 × 0.85 + 0.85 = 14.2 of 16 = 89 % > 80 %.
+	for i := range 11 {
+		if err := e.pl.cache.assign(pod(fmt.Sprintf("big-%d", i), "1", "1Gi").Obj(), "a", true, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, s := range map[string]*preFilterState{"newer": newer, "older": older} {
+		if st := filter(s, "a"); st.IsSuccess() {
+			t.Errorf("a with 11 more cores, %s index: fits, want refused", name)
+		}
 	}
 }

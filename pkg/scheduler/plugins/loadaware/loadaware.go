@@ -33,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,6 +98,28 @@ type LoadAware struct {
 	wake    chan struct{}
 	// stopped is closed once the NodeMetric informers have stopped.
 	stopped chan struct{}
+	// last is the state PreFilter or PreScore wrote last and the
+	// CycleState it went to: Filter and Score, called for every node,
+	// find it with one comparison instead of a lookup in the CycleState's
+	// map. Any other CycleState (a clone for preemption or nominated pods,
+	// an older cycle's) is read as before.
+	last atomic.Pointer[lastState]
+}
+
+// lastState is LoadAware.last.
+type lastState struct {
+	cycle fwk.CycleState
+	s     *preFilterState
+	// preFiltered and preScored say under which keys cycle holds s.
+	preFiltered, preScored bool
+}
+
+// stateOf returns the state under key, as readState does.
+func (pl *LoadAware) stateOf(state fwk.CycleState, key fwk.StateKey) (*preFilterState, error) {
+	if l := pl.last.Load(); l != nil && l.cycle == state && (key == preFilterStateKey && l.preFiltered || key == preScoreStateKey && l.preScored) {
+		return l.s, nil
+	}
+	return readState(state, key)
 }
 
 // New builds the plugin from its args (nil for the defaults), validates
@@ -235,6 +258,9 @@ type preFilterState struct {
 	// views.
 	nowNano int64
 	nodes   *nodeIndex
+	// cycle numbers the state, for the scores Filter leaves to Score
+	// (nodeState.scored).
+	cycle uint64
 }
 
 // Clone shares the state: nothing changes it after PreFilter.
@@ -245,6 +271,7 @@ func (s *preFilterState) Clone() fwk.StateData { return s }
 func (pl *LoadAware) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	s := pl.newState(ctx, pod, nodes)
 	state.Write(preFilterStateKey, s)
+	pl.last.Store(&lastState{cycle: state, s: s, preFiltered: true})
 	if s.pod.DaemonSet {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -264,7 +291,7 @@ func (pl *LoadAware) newState(ctx context.Context, pod *corev1.Pod, nodes []fwk.
 		klog.FromContext(ctx).V(2).Info("Estimating pod load with defaults", "pod", klog.KObj(pod), "err", err)
 	}
 	now := pl.clock.Now()
-	return &preFilterState{pod: load, now: now, nowNano: now.UnixNano(), nodes: pl.cache.snapshot(nodes)}
+	return &preFilterState{pod: load, now: now, nowNano: now.UnixNano(), nodes: pl.cache.snapshot(nodes), cycle: pl.cache.newCycle()}
 }
 
 // PreScore hands Score the state PreFilter left, or, in a profile that
@@ -278,6 +305,7 @@ func (pl *LoadAware) PreScore(ctx context.Context, state fwk.CycleState, pod *co
 		s = pl.newState(ctx, pod, nil)
 	}
 	state.Write(preScoreStateKey, s)
+	pl.last.Store(&lastState{cycle: state, s: s, preFiltered: err == nil, preScored: true})
 	return nil
 }
 
@@ -299,7 +327,7 @@ func readState(state fwk.CycleState, key fwk.StateKey) (*preFilterState, error) 
 // state and the pod is Batch or Free. Every refusal is
 // UnschedulableAndUnresolvable: preemption cannot lower reported usage.
 func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	s, err := readState(state, preFilterStateKey)
+	s, err := pl.stateOf(state, preFilterStateKey)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -307,7 +335,7 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
-	nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
+	sl, nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
 	if err != nil {
 		pl.badAnnotation(ctx, node, err)
 	}
@@ -315,8 +343,13 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 		// No NodeMetric and no pods: the load is unknown, the node fits.
 		return nil
 	}
-	v := pl.cfg.Filter(&s.pod, &nv.load, s.now)
+	v := pl.cfg.FilterSummary(&s.pod, &nv.sum, s.nowNano)
 	if v.Reason == nodeload.Fit {
+		// Score runs next on the nodes Filter passed, with the same state:
+		// leave it the score while the view is at hand.
+		if sl != nil {
+			sl.scored.Store(scoredWord(s.cycle, pl.cfg.ScoreSummary(&s.pod, &nv.sum, s.nowNano)))
+		}
 		return nil
 	}
 	pl.refusals.count(v)
@@ -342,15 +375,18 @@ func (pl *LoadAware) badAnnotation(ctx context.Context, node *corev1.Node, err e
 // Score ranks the node by how little of it would be used with the pod; see
 // nodeload.Config.Score.
 func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	s, err := readState(state, preScoreStateKey)
+	s, err := pl.stateOf(state, preScoreStateKey)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
+	}
+	if score, ok := s.nodes.scoredBy(nodeInfo, s.cycle); ok {
+		return score, nil
 	}
 	node := nodeInfo.Node()
 	if node == nil {
 		return 0, fwk.NewStatus(fwk.Error, "node not found")
 	}
-	nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
+	_, nv, err := pl.cache.viewOf(s.nodes, nodeInfo, node, s.now, s.nowNano)
 	if err != nil {
 		pl.badAnnotation(ctx, node, err)
 	}
@@ -358,7 +394,7 @@ func (pl *LoadAware) Score(ctx context.Context, state fwk.CycleState, pod *corev
 		// No NodeMetric and no pods: the load is unknown.
 		return 0, nil
 	}
-	return pl.cfg.Score(&s.pod, &nv.load, s.now), nil
+	return pl.cfg.ScoreSummary(&s.pod, &nv.sum, s.nowNano), nil
 }
 
 // ScoreExtensions returns nil: scores are already 0-100.

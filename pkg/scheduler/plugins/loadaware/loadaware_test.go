@@ -592,4 +592,48 @@ func TestScoreOnlyProfileUsesPreScore(t *testing.T) {
 	if s := e.pl.Filter(e.ctx, framework.NewCycleState(), incoming, infos[0]); s.Code() != fwk.Error {
 		t.Errorf("Filter without PreFilter = %v, want an Error status", s)
 	}
+	// The state PreScore just wrote is remembered for Score (stateOf), not
+	// for Filter: that cycle had no PreFilter.
+	if s := e.pl.Filter(e.ctx, state, incoming, infos[0]); s.Code() != fwk.Error {
+		t.Errorf("Filter in the Score-only cycle = %v, want an Error status", s)
+	}
+}
+
+// TestStateOfClonesAndOtherCycles: Filter and Score give the same answers
+// on the CycleState PreFilter and PreScore wrote (remembered by the
+// plugin) as on a clone of it (read from the clone, as the scheduler's
+// nominated-pods pass and preemption make), and an older cycle's state is
+// still its own.
+func TestStateOfClonesAndOtherCycles(t *testing.T) {
+	e := newEnv(t, nil, []*corev1.Node{node16("cold").Obj(), node16("hot").Obj()}, nil,
+		metric("cold", t0).usage("2", "8Gi").obj(), metric("hot", t0).usage("14", "8Gi").obj())
+	small, big := pod("small", "1", "1Gi").Obj(), pod("big", "4", "1Gi").Obj()
+	cycle := func(p *corev1.Pod) fwk.CycleState {
+		state := framework.NewCycleState()
+		if _, s := e.pl.PreFilter(e.ctx, state, p, []fwk.NodeInfo{e.nodeInfo("cold"), e.nodeInfo("hot")}); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		if s := e.pl.PreScore(e.ctx, state, p, []fwk.NodeInfo{e.nodeInfo("cold")}); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		return state
+	}
+	older := cycle(big)
+	state := cycle(small)
+	for name, st := range map[string]fwk.CycleState{"remembered": state, "clone": state.Clone()} {
+		if s := e.pl.Filter(e.ctx, st, small, e.nodeInfo("hot")); s.IsSuccess() {
+			t.Errorf("%s state: small pod fits hot (14 + 0.85 of 16 cores), want refused", name)
+		}
+		if s := e.pl.Filter(e.ctx, st, small, e.nodeInfo("cold")); !s.IsSuccess() {
+			t.Errorf("%s state: small pod on cold: %v, want a fit", name, s)
+		}
+	}
+	want, _ := e.pl.Score(e.ctx, state, small, e.nodeInfo("cold"))
+	if got, _ := e.pl.Score(e.ctx, state.Clone(), small, e.nodeInfo("cold")); got != want {
+		t.Errorf("Score on a clone = %d, on the remembered state %d", got, want)
+	}
+	// The big pod's cycle (4 cores, estimated 3.4) scores cold lower.
+	if got, _ := e.pl.Score(e.ctx, older, big, e.nodeInfo("cold")); got >= want {
+		t.Errorf("Score of the big pod's older cycle = %d, want below the small pod's %d", got, want)
+	}
 }
