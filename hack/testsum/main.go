@@ -53,7 +53,18 @@ type summary struct {
 	failedPkgs              []string
 	skips                   []string
 	started, ended          map[string]bool
+	// timed are the top-level tests that passed or failed, for the list of
+	// the slowest.
+	timed []timedTest
 }
+
+type timedTest struct {
+	name    string
+	elapsed float64
+}
+
+// slowest is how many of the slowest top-level tests finish prints.
+const slowest = 10
 
 func newSummary(out io.Writer) *summary {
 	return &summary{out: out, output: map[key][]string{}, started: map[string]bool{}, ended: map[string]bool{}}
@@ -71,6 +82,9 @@ func (s *summary) add(e event) {
 			s.ended[e.Package] = true
 			s.packageDone(e)
 			return
+		}
+		if e.Action != "skip" && !strings.Contains(e.Test, "/") {
+			s.timed = append(s.timed, timedTest{e.Package + " " + e.Test, e.Elapsed})
 		}
 		switch e.Action {
 		case "pass":
@@ -140,6 +154,14 @@ func (s *summary) finish() int {
 	for _, p := range unfinished {
 		fmt.Fprintf(s.out, "FAIL %s (no result: the test binary died or the input was cut)\n", p)
 		s.failedPkgs = append(s.failedPkgs, p)
+	}
+	if len(s.timed) > 0 {
+		sort.SliceStable(s.timed, func(i, j int) bool { return s.timed[i].elapsed > s.timed[j].elapsed })
+		n := min(slowest, len(s.timed))
+		fmt.Fprintf(s.out, "\nslowest %d tests:\n", n)
+		for _, t := range s.timed[:n] {
+			fmt.Fprintf(s.out, "  %6.1fs %s\n", t.elapsed, t.name)
+		}
 	}
 	if len(s.skips) > 0 {
 		fmt.Fprintf(s.out, "\n%d skipped:\n", len(s.skips))

@@ -98,3 +98,27 @@ func TestSummaryFailsOnFailedTestBuildErrorOrCutInput(t *testing.T) {
 		})
 	}
 }
+
+func TestSummaryListsTheSlowestTopLevelTests(t *testing.T) {
+	events := []event{{Action: "start", Package: "p"}}
+	for i := range 12 {
+		name := "Test" + string(rune('A'+i))
+		events = append(events, event{Action: "pass", Package: "p", Test: name, Elapsed: float64(i)})
+	}
+	events = append(events,
+		event{Action: "pass", Package: "p", Test: "TestL/sub", Elapsed: 99},
+		event{Action: "fail", Package: "p", Test: "TestSlowFail", Elapsed: 50},
+		event{Action: "fail", Package: "p"})
+	out, _ := run(t, events...)
+	_, list, ok := strings.Cut(out, "slowest 10 tests:\n")
+	if !ok {
+		t.Fatalf("no list of the slowest tests:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(list), "\n")[:10]
+	if !strings.HasSuffix(lines[0], " p TestSlowFail") || !strings.HasSuffix(lines[1], " p TestL") || !strings.HasSuffix(lines[9], " p TestD") {
+		t.Errorf("slowest first, failures included, subtests left out; got:\n%s", strings.Join(lines, "\n"))
+	}
+	if strings.Contains(out, "TestL/sub") && strings.Contains(list, "TestL/sub") {
+		t.Errorf("a subtest is listed:\n%s", list)
+	}
+}
