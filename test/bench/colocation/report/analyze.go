@@ -24,6 +24,7 @@ import (
 	"strconv"
 
 	"github.com/waterline-dev/waterline/pkg/sim"
+	"github.com/waterline-dev/waterline/test/bench/benchutil"
 )
 
 var (
@@ -245,35 +246,22 @@ func Summarize(r *Results) []Row {
 				}
 			}
 			if len(p99s) > 0 {
-				row.P99, row.P999 = int64(median(p99s)), int64(median(p999s))
+				row.P99, row.P999 = int64(benchutil.Median(p99s)), int64(benchutil.Median(p999s))
 				row.P99Range = [2]int64{int64(minOf(p99s)), int64(maxOf(p99s))}
 			}
-			row.P99Ratio, row.P999Ratio = Num(median(r99)), Num(median(r999))
+			row.P99Ratio, row.P999Ratio = Num(benchutil.Median(r99)), Num(benchutil.Median(r999))
 			if len(units) > 0 {
-				row.BatchUnits = int64(median(units))
+				row.BatchUnits = int64(benchutil.Median(units))
 			}
-			row.BatchShare = Num(median(shares))
+			row.BatchShare = Num(benchutil.Median(shares))
 			if nsamples > 0 {
 				row.ProdCores, row.BatchCores = prod/float64(nsamples), batch/float64(nsamples)
 			}
-			row.OverAction, row.OverActionCycles = Num(median(over)), len(over)
+			row.OverAction, row.OverActionCycles = Num(benchutil.Median(over)), len(over)
 			rows = append(rows, row)
 		}
 	}
 	return rows
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func minOf(xs []float64) float64 {
@@ -346,7 +334,7 @@ func Calibrate(r *Results, binWidth float64) Calibration {
 					ps = append(ps, float64(w.P99))
 				}
 			}
-			aloneP99[run.Round] = median(ps)
+			aloneP99[run.Round] = benchutil.Median(ps)
 		}
 	}
 	for _, run := range r.Runs {
@@ -395,7 +383,7 @@ func Calibrate(r *Results, binWidth float64) Calibration {
 		rs := bins[i]
 		sort.Float64s(rs)
 		cal.Bins = append(cal.Bins, CalibrationBin{Lo: float64(i) * binWidth, Hi: float64(i+1) * binWidth, Windows: len(rs),
-			MedianRatio: median(rs), P90Ratio: rs[min(len(rs)-1, int(math.Ceil(0.9*float64(len(rs))))-1)]})
+			MedianRatio: benchutil.Median(rs), P90Ratio: rs[min(len(rs)-1, int(math.Ceil(0.9*float64(len(rs))))-1)]})
 	}
 	sc := sim.Calibration{NodeCPUs: cal.NodeCPUs}
 	for _, p := range cal.Points {
