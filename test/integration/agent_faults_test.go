@@ -43,6 +43,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups/cgroupstest"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
+	"github.com/waterline-dev/waterline/test/bench/benchutil"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -315,20 +316,11 @@ func httpStatus(url string) int {
 // procCPU returns the user+system CPU time of a process.
 func procCPU(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	sec, err := benchutil.CPUSeconds(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Fields after the command name, which ends with ')'.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	var utime, stime int64
-	if _, err := fmt.Sscan(f[11], &utime); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fmt.Sscan(f[12], &stime); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ
+	return time.Duration(sec * float64(time.Second))
 }
 
 // TestAgentCostRealCgroups200Pods measures the whole agent binary with 200
