@@ -17,8 +17,14 @@ limitations under the License.
 package integration
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -271,4 +277,136 @@ func TestKWOKNodesBecomeReadyAndRunPods(t *testing.T) {
 	if running.Status.PodIP == "" {
 		t.Errorf("running pod has no IP: kwok did not manage it")
 	}
+}
+
+// TestControlPlaneDiesWithKilledTest: a test binary killed before its
+// cleanup runs (go test -timeout, SIGKILL) takes its etcd and
+// kube-apiserver with it instead of leaving them running. The test re-runs
+// its own binary as a child that starts a cluster, prints the two pids and
+// waits; it SIGKILLs the child and expects both pids gone.
+func TestControlPlaneDiesWithKilledTest(t *testing.T) {
+	if os.Getenv("WATERLINE_TEST_HOLD_CLUSTER") == "1" {
+		holdCluster(t)
+		return
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestControlPlaneDiesWithKilledTest$", "-test.v")
+	cmd.Env = append(os.Environ(), "WATERLINE_TEST_HOLD_CLUSTER=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	var pids []int
+	var transcript strings.Builder
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		transcript.WriteString(line + "\n")
+		if rest, ok := strings.CutPrefix(line, "control-plane pids: "); ok {
+			for _, f := range strings.Fields(rest) {
+				pid, err := strconv.Atoi(f)
+				if err != nil {
+					t.Fatalf("child printed %q: %v", line, err)
+				}
+				pids = append(pids, pid)
+			}
+			break
+		}
+	}
+	if len(pids) != 2 {
+		t.Fatalf("the child never printed its control plane's pids; its output:\n%s", transcript.String())
+	}
+	for _, pid := range pids {
+		if !alive(pid) {
+			t.Fatalf("pid %d is not running before the kill", pid)
+		}
+	}
+	t.Cleanup(func() { // when the test fails, do not leave the orphans running
+		for _, pid := range pids {
+			if alive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	_ = cmd.Wait()
+	killed = true
+	testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		for _, pid := range pids {
+			if alive(pid) {
+				return false, fmt.Errorf("pid %d (%s) still runs", pid, comm(pid))
+			}
+		}
+		return true, nil
+	}, "etcd and kube-apiserver to exit with their killed test binary")
+}
+
+// holdCluster is the child of TestControlPlaneDiesWithKilledTest.
+func holdCluster(t *testing.T) {
+	testutil.StartCluster(t, testutil.Options{})
+	var pids []string
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || ppid(pid) != os.Getpid() {
+			continue
+		}
+		if c := comm(pid); c == "etcd" || c == "kube-apiserver" {
+			pids = append(pids, e.Name())
+		}
+	}
+	fmt.Printf("control-plane pids: %s\n", strings.Join(pids, " "))
+	time.Sleep(2 * time.Minute) // the parent kills us long before
+}
+
+// alive reports whether pid runs and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// ppid is pid's parent, or -1.
+func ppid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return -1
+	}
+	p, err := strconv.Atoi(f[1])
+	if err != nil {
+		return -1
+	}
+	return p
+}
+
+func comm(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
 }

@@ -17,7 +17,9 @@ limitations under the License.
 package util
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -107,6 +109,7 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 	if opts.Webhooks != nil {
 		env.WebhookInstallOptions = *opts.Webhooks
 	}
+	dieWithTest(t, env)
 	apiserver := env.ControlPlane.GetAPIServer().Configure()
 	apiserver.Set("disable-admission-plugins", DisabledAdmissionPlugins)
 	for k, v := range opts.APIServerFlags {
@@ -139,6 +142,34 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 		c.startKWOK(t)
 	}
 	return c
+}
+
+// dieWithTest makes envtest start etcd and kube-apiserver through a wrapper
+// that sets their parent-death signal, as every other process the tests
+// start has: envtest gives its children no Pdeathsig, so a test binary
+// killed before its cleanup ran (go test's -timeout panics out of it, a
+// SIGKILL) used to leave both running, holding their ports and data
+// directories. setpriv (util-linux) sets the signal and execs the real
+// binary in place, so envtest still signals the process it started. Without
+// setpriv the binaries are started directly, as before.
+func dieWithTest(t testing.TB, env *envtest.Environment) {
+	t.Helper()
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Logf("setpriv not found (%v): etcd and kube-apiserver will outlive a killed test binary", err)
+		return
+	}
+	dir := t.TempDir()
+	wrap := func(tool string) string {
+		w := filepath.Join(dir, tool)
+		script := fmt.Sprintf("#!/bin/sh\nexec %s --pdeathsig KILL -- %s \"$@\"\n", setpriv, filepath.Join(BinDir(), tool))
+		if err := os.WriteFile(w, []byte(script), 0o755); err != nil {
+			t.Fatalf("Writing the %s wrapper: %v", tool, err)
+		}
+		return w
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: wrap("etcd")}
+	env.ControlPlane.APIServer = &envtest.APIServer{Path: wrap("kube-apiserver")}
 }
 
 // Kubectl runs bin/kubectl against the cluster and returns its combined
