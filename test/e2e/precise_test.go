@@ -130,23 +130,7 @@ func (s *system) cores(t *testing.T, cgs map[string]string, d time.Duration) map
 // never the Prod pod, and the node settles at the line. Switching it off,
 // every quota comes back.
 func (s *system) testThrottleOnlyAsNeeded(t *testing.T) {
-	s.view.SetMode(testutil.ViewPods)
-	t.Cleanup(func() { s.view.SetMode(testutil.ViewMachine) })
-	// The node's cgroup competes, as one, with every process outside it:
-	// on a busy shared machine it gets a small share, its pods run far
-	// under their quotas and a Prod load cannot raise its usage at all
-	// (it only takes from the Batch pods). For this scenario the node
-	// weighs as much as 64 busy processes; its pods stay capped by their
-	// quotas (1 core in all), so the rest of the machine keeps the other.
-	undo, err := s.node.SetCPUShares(64 * 1024)
-	if err != nil {
-		t.Fatalf("Weighting the node's cgroup: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := undo(); err != nil {
-			t.Errorf("Putting the node's cgroup weight back: %v", err)
-		}
-	})
+	s.ownTheNode(t)
 	ns := s.namespace(t, "precise")
 	ctl := filepath.Join(s.node.Dir, "precise-ctl")
 	if err := os.MkdirAll(ctl, 0o755); err != nil {
@@ -308,4 +292,28 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// ownTheNode points the agent at the node's pods only (the proc view) and
+// makes the node's cgroup outweigh other work on the machine until the
+// scenario ends, so that the node's load is the scenario's own. The node's
+// cgroup competes, as one, with every process outside it: on a busy shared
+// machine it gets a small share, its pods run far under their quotas, a
+// Prod load cannot raise its usage (it only takes from the Batch pods), and
+// other work keeps the machine over lines the scenario sets for its pods.
+// For the scenario the node weighs as much as 64 busy processes; its pods
+// stay capped by their quotas, so the rest of the machine keeps the rest.
+func (s *system) ownTheNode(t *testing.T) {
+	t.Helper()
+	s.view.SetMode(testutil.ViewPods)
+	t.Cleanup(func() { s.view.SetMode(testutil.ViewMachine) })
+	undo, err := s.node.SetCPUShares(64 * 1024)
+	if err != nil {
+		t.Fatalf("Weighting the node's cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := undo(); err != nil {
+			t.Errorf("Putting the node's cgroup weight back: %v", err)
+		}
+	})
 }

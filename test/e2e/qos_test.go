@@ -103,8 +103,12 @@ func (s *system) nodeCPUFraction(t *testing.T) float64 {
 // kubelet-made cgroups, never the Prod pod's. The agent's pod is then
 // deleted while it throttles: the DaemonSet recreates it, and once the
 // Prod load is gone and the node is under the line, the new agent has
-// restored every quota the old one lowered.
+// restored every quota the old one lowered. The agent sees the node's pods
+// only, weighted over the machine's other work (ownTheNode): the Prod pod
+// then takes the node over the line and its deletion takes it under the
+// restore line whatever else the machine runs.
 func (s *system) testAgentDeletedMidThrottle(t *testing.T) {
+	s.ownTheNode(t)
 	name := "agent-restart"
 	ns := s.namespace(t, name)
 	s.nodeQOS(t, name, v1alpha1.NodeQOSSpec{
