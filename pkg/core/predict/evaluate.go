@@ -117,8 +117,7 @@ func (c EvalConfig) Validate(fldPath *field.Path) field.ErrorList {
 	if c.Warmup < 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("warmup"), c.Warmup.String(), "must be ≥ 0"))
 	}
-	_, perrs := peakWindowSeconds(fldPath.Child("peakWindow"), c.PeakWindow)
-	return append(errs, perrs...)
+	return append(errs, validatePeakWindow(fldPath, c.PeakWindow)...)
 }
 
 // Score is how one model did: the share of scored intervals whose real

@@ -144,8 +144,7 @@ func (c BucketEvalConfig) Validate(fldPath *field.Path, baselines []WindowNSigma
 		errs = append(errs, b.validate(fldPath.Child("baselines").Index(i))...)
 		window = max(window, b.Window)
 	}
-	_, perrs := peakWindowSeconds(fldPath.Child("peakWindow"), c.PeakWindow)
-	errs = append(errs, perrs...)
+	errs = append(errs, validatePeakWindow(fldPath, c.PeakWindow)...)
 	if c.Contiguous < window {
 		errs = append(errs, field.Invalid(fldPath.Child("contiguous"), c.Contiguous,
 			fmt.Sprintf("must be ≥ 1 and ≥ the largest baseline window (%d)", window)))

@@ -69,14 +69,13 @@ func (f *seriesFeed) until(T int64, add func(v float64, at time.Time)) {
 	}
 }
 
-// peakWindowSeconds validates a peak window (0 = off, else whole seconds
-// ≥ 1s) and returns it in seconds.
-func peakWindowSeconds(fldPath *field.Path, d time.Duration) (int64, field.ErrorList) {
-	if d == 0 {
-		return 0, nil
+// validatePeakWindow checks a config's peak window (0 = off, else whole
+// seconds ≥ 1s); fldPath is the config's path, so that nothing is
+// allocated when the window is valid (the evaluations validate once per
+// node).
+func validatePeakWindow(fldPath *field.Path, d time.Duration) field.ErrorList {
+	if d == 0 || (d >= time.Second && d%time.Second == 0) {
+		return nil
 	}
-	if d < time.Second || d%time.Second != 0 {
-		return 0, field.ErrorList{field.Invalid(fldPath, d.String(), "must be 0 (every sample) or a whole number of seconds ≥ 1s")}
-	}
-	return int64(d / time.Second), nil
+	return field.ErrorList{field.Invalid(fldPath.Child("peakWindow"), d.String(), "must be 0 (every sample) or a whole number of seconds ≥ 1s")}
 }
