@@ -70,6 +70,7 @@ type predictOptions struct {
 	coldStart   time.Duration
 	margin      float64
 	bucketRatio float64
+	peakWindow  time.Duration
 	vmsPerNode  int
 	maxOf       []string
 	output      string
@@ -169,6 +170,7 @@ value that reaches it), then violations against mean peak for both at every
 	f.DurationVar(&o.coldStart, "cold-start", o.coldStart, "how long a new pod's request stands in for its usage")
 	f.Float64Var(&o.margin, "safety-margin", o.margin, "percent added on top of every prediction (the agent's default policy adds 10)")
 	f.Float64Var(&o.bucketRatio, "bucket-ratio", o.bucketRatio, "growth ratio of the histogram buckets (> 1; the percentile error is about ratio − 1)")
+	f.DurationVar(&o.peakWindow, "peak-window", o.peakWindow, "feed the histograms the maximum of each window of this width (whole seconds, aligned on its multiples) instead of every sample (0 = every sample)")
 	f.IntVar(&o.vmsPerNode, "vms-per-node", o.vmsPerNode, "bitbrains: VMs per node")
 	f.StringSliceVar(&o.maxOf, "max-of", o.maxOf, "the models Max takes the largest of (as predictPolicy.maxOf does for the agent)")
 	f.StringVarP(&o.output, "output", "o", o.output, "output format: table or json")
@@ -248,13 +250,16 @@ func (o predictOptions) validate() field.ErrorList {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--warmup", o.warmup}, {"--half-life", o.halfLife}, {"--cold-start", o.coldStart}} {
+	}{{"--warmup", o.warmup}, {"--half-life", o.halfLife}, {"--cold-start", o.coldStart}, {"--peak-window", o.peakWindow}} {
 		if d.v < 0 {
 			errs = append(errs, field.Invalid(field.NewPath(d.flag), d.v.String(), "must be ≥ 0"))
 		}
 	}
 	if !(o.margin >= 0) || math.IsInf(o.margin, 0) {
 		errs = append(errs, field.Invalid(field.NewPath("--safety-margin"), o.margin, "must be a finite number ≥ 0"))
+	}
+	if o.peakWindow%time.Second != 0 {
+		errs = append(errs, field.Invalid(field.NewPath("--peak-window"), o.peakWindow.String(), "must be 0 or a whole number of seconds"))
 	}
 	if !(o.bucketRatio > 1 && o.bucketRatio <= 10) {
 		errs = append(errs, field.Invalid(field.NewPath("--bucket-ratio"), o.bucketRatio, "must be in (1, 10]"))
@@ -385,6 +390,7 @@ type predictConfig struct {
 	ColdStart           string  `json:"coldStart"`
 	SafetyMarginPercent float64 `json:"safetyMarginPercent"`
 	BucketRatio         float64 `json:"bucketRatio"`
+	PeakWindow          string  `json:"peakWindow,omitempty"`
 	VMsPerNode          int     `json:"vmsPerNode,omitempty"`
 }
 
@@ -415,6 +421,9 @@ func runPredict(ctx context.Context, out io.Writer, o predictOptions) error {
 	if o.trace == traceBitbrains {
 		report.Config.VMsPerNode = o.vmsPerNode
 	}
+	if o.peakWindow > 0 {
+		report.Config.PeakWindow = o.peakWindow.String()
+	}
 	for _, rt := range traces {
 		cfg := rt.layout
 		cfg.Ratio, cfg.HalfLife = o.bucketRatio, o.halfLife
@@ -422,7 +431,7 @@ func runPredict(ctx context.Context, out io.Writer, o predictOptions) error {
 		if err != nil {
 			return fmt.Errorf("histogram layout for %s: %w", rt.resource, err)
 		}
-		ec := predict.EvalConfig{Layout: layout, Step: o.step, Horizon: o.horizon, Warmup: o.warmup}
+		ec := predict.EvalConfig{Layout: layout, Step: o.step, Horizon: o.horizon, Warmup: o.warmup, PeakWindow: o.peakWindow}
 		totals := make([]predict.Score, len(models))
 		oracle := predict.Score{Model: predict.OracleModel}
 		for _, node := range rt.nodes {
@@ -457,8 +466,12 @@ func runPredict(ctx context.Context, out io.Writer, o predictOptions) error {
 
 func writePredictTable(out io.Writer, r predictReport) error {
 	c := r.Config
-	fmt.Fprintf(out, "trace %s (%s)\nstep %s, horizon %s, warm-up %s, half-life %s, cold start %s, safety margin %g%%, bucket ratio %g\n\n",
+	fmt.Fprintf(out, "trace %s (%s)\nstep %s, horizon %s, warm-up %s, half-life %s, cold start %s, safety margin %g%%, bucket ratio %g",
 		r.Trace, r.Path, c.Step, c.Horizon, c.Warmup, c.HalfLife, c.ColdStart, c.SafetyMarginPercent, c.BucketRatio)
+	if c.PeakWindow != "" {
+		fmt.Fprintf(out, ", histograms fed %s maxima", c.PeakWindow)
+	}
+	fmt.Fprint(out, "\n\n")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "RESOURCE\tMODEL\tNODES\tINTERVALS\tVIOLATIONS\tVIOLATION RATE\tSAVINGS\t")
 	for _, x := range r.Results {
@@ -724,6 +737,7 @@ type bucketConfig struct {
 	ColdStart           string   `json:"coldStart"`
 	SafetyMarginPercent float64  `json:"safetyMarginPercent"`
 	BucketRatio         float64  `json:"bucketRatio"`
+	PeakWindow          string   `json:"peakWindow,omitempty"`
 	MaxOf               []string `json:"maxOf,omitempty"`
 	VMsPerNode          int      `json:"vmsPerNode,omitempty"`
 	Nodes               []string `json:"nodes,omitempty"`
@@ -832,6 +846,9 @@ func runNextBucket(ctx context.Context, out io.Writer, o predictOptions) error {
 	if o.trace == traceBitbrains {
 		report.Config.VMsPerNode = o.vmsPerNode
 	}
+	if o.peakWindow > 0 {
+		report.Config.PeakWindow = o.peakWindow.String()
+	}
 	for _, rt := range traces {
 		cfg := rt.layout
 		cfg.Ratio, cfg.HalfLife = o.bucketRatio, o.halfLife
@@ -839,7 +856,7 @@ func runNextBucket(ctx context.Context, out io.Writer, o predictOptions) error {
 		if err != nil {
 			return fmt.Errorf("histogram layout for %s: %w", rt.resource, err)
 		}
-		ec := predict.BucketEvalConfig{Layout: layout, Bucket: o.bucket, Contiguous: contiguous}
+		ec := predict.BucketEvalConfig{Layout: layout, Bucket: o.bucket, Contiguous: contiguous, PeakWindow: o.peakWindow}
 		// score evaluates baselines and models on every node and adds up.
 		score := func(baselines []predict.WindowNSigma, models []predict.Predictor) ([]predict.PeakScore, []predict.PeakScore, error) {
 			bs, ms := make([]predict.PeakScore, len(baselines)), make([]predict.PeakScore, len(models))
@@ -968,6 +985,9 @@ func writeBucketTable(out io.Writer, r bucketReport) error {
 	fmt.Fprintf(out, "next-bucket maxima: bucket %s; scored where the %d buckets before hold samples\n", c.Bucket, c.Contiguous)
 	fmt.Fprintf(out, "baseline window(w=%d,n=N): mean + N population standard deviations of the last %d bucket maxima, capped at the node\n", c.Window, c.Window)
 	fmt.Fprintf(out, "models: half-life %s, cold start %s, safety margin %g%%, bucket ratio %g", c.HalfLife, c.ColdStart, c.SafetyMarginPercent, c.BucketRatio)
+	if c.PeakWindow != "" {
+		fmt.Fprintf(out, ", histograms fed %s maxima", c.PeakWindow)
+	}
 	if len(c.MaxOf) > 0 {
 		fmt.Fprintf(out, ", max-of %s", strings.Join(c.MaxOf, ","))
 	}

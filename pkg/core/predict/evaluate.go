@@ -93,6 +93,11 @@ type EvalConfig struct {
 	// being scored, so that an empty history is not what is measured.
 	// Range: ≥ 0.
 	Warmup time.Duration
+	// PeakWindow, when set, feeds the histograms the maximum of each
+	// window of this width (aligned on its multiples) at the window's end,
+	// instead of every sample; see seriesFeed. Range: 0 (every sample) or
+	// ≥ 1s, whole seconds.
+	PeakWindow time.Duration
 }
 
 // Validate returns every problem of c.
@@ -112,7 +117,7 @@ func (c EvalConfig) Validate(fldPath *field.Path) field.ErrorList {
 	if c.Warmup < 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("warmup"), c.Warmup.String(), "must be ≥ 0"))
 	}
-	return errs
+	return append(errs, validatePeakWindow(fldPath, c.PeakWindow)...)
 }
 
 // Score is how one model did: the share of scored intervals whose real
@@ -169,7 +174,7 @@ type EvalResult struct {
 
 // Evaluate walks the node's trace forward Step by Step. At each time T it
 // first feeds every sample before T into the histograms (node and pods,
-// weight 1 each; pods join when their first sample is before T and leave
+// weight 1 each, or each peak window's maximum with cfg.PeakWindow; pods join when their first sample is before T and leave
 // after their last), then asks each model for the peak of [T, T+Horizon)
 // and scores it against the node's real maximum there. Only full windows
 // with at least one sample, after the warm-up, are scored.
@@ -193,20 +198,13 @@ func Evaluate(node NodeTrace, models []Predictor, cfg EvalConfig) (EvalResult, e
 	t0, tEnd := u.Times[0], u.Times[u.Len()-1]
 
 	tr := NewTracker(cfg.Layout)
-	pods := make([]podCursor, len(node.Pods))
-	for i := range node.Pods {
-		pods[i] = podCursor{trace: &node.Pods[i], id: fmt.Sprint(i)}
-	}
-	var (
-		fed    int       // node samples fed so far
-		window maxWindow // node samples in [T, T+horizon)
-	)
-	window.series = u
+	peakWindow := int64(cfg.PeakWindow / time.Second)
+	pods := newPodCursors(node.Pods, peakWindow)
+	fed := seriesFeed{series: u, window: peakWindow}
+	window := maxWindow{series: u} // node samples in [T, T+horizon)
 	for T := t0 + step; T+horizon <= tEnd+1; T += step {
 		now := time.Unix(T, 0)
-		for ; fed < u.Len() && u.Times[fed] < T; fed++ {
-			tr.AddNodeSample(u.Values[fed], 1, time.Unix(u.Times[fed], 0))
-		}
+		fed.until(T, func(v float64, at time.Time) { tr.AddNodeSample(v, 1, at) })
 		limits := 0.0
 		for i := range pods {
 			limits += pods[i].advance(tr, T)
@@ -255,9 +253,17 @@ func validateEval(node NodeTrace, cfg EvalConfig) field.ErrorList {
 type podCursor struct {
 	trace   *PodTrace
 	id      string
-	fed     int
+	feed    seriesFeed
 	joined  bool
 	removed bool
+}
+
+func newPodCursors(pods []PodTrace, peakWindow int64) []podCursor {
+	out := make([]podCursor, len(pods))
+	for i := range pods {
+		out[i] = podCursor{trace: &pods[i], id: fmt.Sprint(i), feed: seriesFeed{series: pods[i].Usage, window: peakWindow}}
+	}
+	return out
 }
 
 // advance feeds the pod's samples before T into the tracker, adding the
@@ -272,9 +278,7 @@ func (c *podCursor) advance(tr *Tracker, T int64) float64 {
 		tr.SetPod(c.id, time.Unix(u.Times[0], 0), c.trace.Request)
 		c.joined = true
 	}
-	for ; c.fed < u.Len() && u.Times[c.fed] < T; c.fed++ {
-		tr.AddPodSample(c.id, u.Values[c.fed], 1, time.Unix(u.Times[c.fed], 0))
-	}
+	c.feed.until(T, func(v float64, at time.Time) { tr.AddPodSample(c.id, v, 1, at) })
 	if u.Times[u.Len()-1] < T {
 		tr.RemovePod(c.id)
 		c.removed = true

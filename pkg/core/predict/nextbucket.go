@@ -119,6 +119,14 @@ type BucketEvalConfig struct {
 	// for every model and baseline. Range: ≥ the largest baseline Window,
 	// and ≥ 1.
 	Contiguous int
+	// PeakWindow, when set, feeds the models' histograms the maximum of
+	// each window of this width (aligned on its multiples, as the buckets
+	// are) at the window's end, instead of every sample; see seriesFeed.
+	// A window that divides Bucket has all its samples before a bucket's
+	// start fed by then; with PeakWindow = Bucket the histograms learn
+	// exactly the bucket maxima the baselines see. Range: 0 (every sample)
+	// or ≥ 1s, whole seconds.
+	PeakWindow time.Duration
 }
 
 // Validate returns every problem of c, given the baselines it is used
@@ -136,6 +144,7 @@ func (c BucketEvalConfig) Validate(fldPath *field.Path, baselines []WindowNSigma
 		errs = append(errs, b.validate(fldPath.Child("baselines").Index(i))...)
 		window = max(window, b.Window)
 	}
+	errs = append(errs, validatePeakWindow(fldPath, c.PeakWindow)...)
 	if c.Contiguous < window {
 		errs = append(errs, field.Invalid(fldPath.Child("contiguous"), c.Contiguous,
 			fmt.Sprintf("must be ≥ 1 and ≥ the largest baseline window (%d)", window)))
@@ -204,9 +213,12 @@ type BucketResult struct {
 // cfg.Contiguous buckets right before it all hold samples. Each baseline
 // predicts from the maxima of the buckets before it; each model predicts
 // at the bucket's start from histograms fed every node (and pod) sample
-// before that start, one at a time with weight 1, as Evaluate does.
+// before that start, one at a time with weight 1, as Evaluate does (or
+// each peak window's maximum; see below).
 // Predictions are capped at node.Capacity (> 0), and a bucket whose
-// maximum is above a prediction is a violation.
+// maximum is above a prediction is a violation. With cfg.PeakWindow the
+// histograms are fed the maximum of each peak window instead of every
+// sample.
 //
 // Every model and baseline is scored on the same buckets, so their
 // violation rates at equal mean peaks can be compared directly.
@@ -233,11 +245,10 @@ func EvaluateNextBucket(node NodeTrace, baselines []WindowNSigma, models []Predi
 	if len(models) > 0 {
 		tr = NewTracker(cfg.Layout)
 	}
-	pods := make([]podCursor, len(node.Pods))
-	for i := range node.Pods {
-		pods[i] = podCursor{trace: &node.Pods[i], id: fmt.Sprint(i)}
-	}
-	u, fed, c := node.Usage, 0, cfg.Contiguous
+	peakWindow := int64(cfg.PeakWindow / time.Second)
+	pods := newPodCursors(node.Pods, peakWindow)
+	fed := seriesFeed{series: node.Usage, window: peakWindow}
+	c := cfg.Contiguous
 	for k := c; k < len(index); k++ {
 		// Indices strictly increase, so c buckets between index[k−c] and
 		// index[k] exactly fill the gap when none is missing.
@@ -252,9 +263,7 @@ func EvaluateNextBucket(node NodeTrace, baselines []WindowNSigma, models []Predi
 			continue
 		}
 		T := index[k] * width
-		for ; fed < u.Len() && u.Times[fed] < T; fed++ {
-			tr.AddNodeSample(u.Values[fed], 1, time.Unix(u.Times[fed], 0))
-		}
+		fed.until(T, func(v float64, at time.Time) { tr.AddNodeSample(v, 1, at) })
 		for i := range pods {
 			pods[i].advance(tr, T)
 		}
