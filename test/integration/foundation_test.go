@@ -328,13 +328,13 @@ func TestControlPlaneDiesWithKilledTest(t *testing.T) {
 		t.Fatalf("the child never printed its control plane's pids; its output:\n%s", transcript.String())
 	}
 	for _, pid := range pids {
-		if !alive(pid) {
+		if !testutil.ProcessRunning(pid) {
 			t.Fatalf("pid %d is not running before the kill", pid)
 		}
 	}
 	t.Cleanup(func() { // when the test fails, do not leave the orphans running
 		for _, pid := range pids {
-			if alive(pid) {
+			if testutil.ProcessRunning(pid) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -347,8 +347,8 @@ func TestControlPlaneDiesWithKilledTest(t *testing.T) {
 	killed = true
 	testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
 		for _, pid := range pids {
-			if alive(pid) {
-				return false, fmt.Errorf("pid %d (%s) still runs", pid, comm(pid))
+			if testutil.ProcessRunning(pid) {
+				return false, fmt.Errorf("pid %d still runs", pid)
 			}
 		}
 		return true, nil
@@ -359,54 +359,9 @@ func TestControlPlaneDiesWithKilledTest(t *testing.T) {
 func holdCluster(t *testing.T) {
 	testutil.StartCluster(t, testutil.Options{})
 	var pids []string
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || ppid(pid) != os.Getpid() {
-			continue
-		}
-		if c := comm(pid); c == "etcd" || c == "kube-apiserver" {
-			pids = append(pids, e.Name())
-		}
+	for _, pid := range testutil.ChildProcesses(os.Getpid(), "etcd", "kube-apiserver") {
+		pids = append(pids, strconv.Itoa(pid))
 	}
 	fmt.Printf("control-plane pids: %s\n", strings.Join(pids, " "))
 	time.Sleep(2 * time.Minute) // the parent kills us long before
-}
-
-// alive reports whether pid runs and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-// ppid is pid's parent, or -1.
-func ppid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return -1
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return -1
-	}
-	p, err := strconv.Atoi(f[1])
-	if err != nil {
-		return -1
-	}
-	return p
-}
-
-func comm(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return strings.TrimSpace(string(b))
 }

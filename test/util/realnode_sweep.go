@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -284,14 +285,59 @@ func killNodeProcesses(dir, socket, cgroupRoot string) (int, error) {
 // isZombie reports whether pid has exited and waits for its parent to
 // reap it (or is gone already).
 func isZombie(pid int) bool {
+	state, _, ok := procStat(pid)
+	return !ok || state == 'Z' || state == 'X'
+}
+
+// ProcessRunning reports whether pid exists and has not exited (a zombie
+// waiting for its parent has).
+func ProcessRunning(pid int) bool { return !isZombie(pid) }
+
+// ChildProcesses lists the running children of parent whose command name
+// is one of names.
+func ChildProcesses(parent int, names ...string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, ppid, ok := procStat(pid); !ok || ppid != parent {
+			continue
+		}
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if slices.Contains(names, strings.TrimSpace(string(comm))) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procStat reads pid's state and parent from /proc/<pid>/stat.
+func procStat(pid int) (state byte, ppid int, ok bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return true
+		return 0, 0, false
 	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	if err != nil {
+		return 0, 0, false
+	}
+	return f[0][0], ppid, true
 }
 
 // cgroupTree lists the directories of cgroup cg and everything under it in
