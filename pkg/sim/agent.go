@@ -52,18 +52,14 @@ func (r *run) nodeQoS(n *node) {
 		r.setForbid(n, false)
 		return
 	}
-	cands, candPods := n.cands, n.candPods
+	cands := n.cands
 	if r.step < n.pdbHeldUntil {
-		cands, candPods = r.plannable(n)
+		cands = r.plannable(n)
 	}
-	// The planner checks every candidate's real pod before acting.
-	for i, p := range candPods {
-		cands[i].Pod = p.obj
-	}
+	// The candidates point at their stand-ins (run.standIn): the planner
+	// checks them as it would the real pods, and reaches the same verdict,
+	// since a stand-in shares everything it reads of a pod.
 	plan := n.planner.Plan(state, cands, n.hysteresis)
-	for i, p := range candPods {
-		cands[i].Pod = p.stand
-	}
 	n.hysteresis = plan.Hysteresis
 	r.setForbid(n, plan.ForbidScheduling)
 	var wide *widening
@@ -73,6 +69,11 @@ func (r *run) nodeQoS(n *node) {
 	r.stats.planned(n, &plan, wide)
 	for i := range plan.Quotas {
 		q := &plan.Quotas[i]
+		if !q.Changed() {
+			// CurrentMilli is the pod's quota, read above: nothing to
+			// apply, and the pod need not be looked up.
+			continue
+		}
 		p := r.candPod(n, i, q.Pod.UID)
 		if p == nil {
 			continue
@@ -111,17 +112,16 @@ const evictionRetryAfter = 30 * time.Second
 
 // plannable returns the node's candidates without the pods node QoS
 // leaves out after a refused eviction, in the run's scratch.
-func (r *run) plannable(n *node) ([]qos.Candidate, []*pod) {
-	cands, pods := r.heldCands[:0], r.heldPods[:0]
+func (r *run) plannable(n *node) []qos.Candidate {
+	cands := r.heldCands[:0]
 	for i, p := range n.candPods {
 		if p.pdbRetry > r.step {
 			continue
 		}
 		cands = append(cands, n.cands[i])
-		pods = append(pods, p)
 	}
-	r.heldCands, r.heldPods = cands, pods
-	return cands, pods
+	r.heldCands = cands
+	return cands
 }
 
 func (r *run) qosInterval() time.Duration { return r.cfg.QoSInterval }

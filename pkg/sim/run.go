@@ -102,11 +102,10 @@ type run struct {
 	budgets  []budgetState
 	budgetOf [numKinds]int
 	// pdbRetrySteps is how long node QoS leaves a pod out of its plans
-	// after a budget refused its eviction; heldCands and heldPods are the
-	// plannable candidates meanwhile (scratch).
+	// after a budget refused its eviction; heldCands are the plannable
+	// candidates meanwhile (scratch).
 	pdbRetrySteps int
 	heldCands     []qos.Candidate
-	heldPods      []*pod
 }
 
 // jobState is what became of one job of the workload.
@@ -400,15 +399,16 @@ func (r *run) newPod(obj *corev1.Pod) (*pod, error) {
 }
 
 // standIn returns a pod the QoS core cannot tell from obj -- the same
-// protection verdict, band and terminating state, which is all it reads of
-// a candidate's pod -- shared by every pod with those verdicts. The node
-// agents measure the CPU eviction window every cycle on every node
-// (qos.SampleBECPU checks each candidate's pod); on a thousand nodes,
-// reading thousands of scattered pod objects every step costs more than
-// the rest of the step, while a few shared ones stay in the cache. Plan
-// always gets the real pods.
+// protection verdict, band, terminating state and namespace (a NodeQOS may
+// protect namespaces), which is all it reads of a candidate's pod --
+// shared by every pod with those verdicts. The node agents sample the CPU
+// eviction window and plan every cycle on every node, and both check each
+// candidate's pod; on a thousand nodes, reading thousands of scattered pod
+// objects every step costs more than the rest of the step, while a few
+// shared ones stay in the cache. The simulation never changes what the
+// checks read of a pod after admission, so a stand-in stays exact.
 func (r *run) standIn(obj *corev1.Pod) *corev1.Pod {
-	key := standInKey{extension.QoSProtection(obj), extension.BandOf(obj), obj.DeletionTimestamp != nil}
+	key := standInKey{extension.QoSProtection(obj), extension.BandOf(obj), obj.DeletionTimestamp != nil, obj.Namespace}
 	if s, ok := r.standIns[key]; ok {
 		return s
 	}
@@ -418,7 +418,7 @@ func (r *run) standIn(obj *corev1.Pod) *corev1.Pod {
 	// verdicts are checked again, so a stand-in never differs from the pods
 	// it stands in for.
 	delete(s.Annotations, extension.AnnotationOriginalResources)
-	if (standInKey{extension.QoSProtection(s), extension.BandOf(s), s.DeletionTimestamp != nil}) != key {
+	if (standInKey{extension.QoSProtection(s), extension.BandOf(s), s.DeletionTimestamp != nil, s.Namespace}) != key {
 		s = obj.DeepCopy()
 	}
 	r.standIns[key] = s
@@ -429,6 +429,7 @@ type standInKey struct {
 	protection  extension.ProtectionReason
 	band        extension.Band
 	terminating bool
+	namespace   string
 }
 
 // profileFor returns the profile the webhook applies to obj. The

@@ -147,6 +147,27 @@ func eligible(c *Candidate, protectedNamespaces ...string) bool {
 		!extension.IsProtectedNamespace(c.Pod.Namespace, protectedNamespaces...)
 }
 
+// eligibleMemo remembers eligible's verdict for the last pod object and
+// band it was asked about. The verdict depends on nothing else (the
+// protected namespaces are fixed for one Plan or sample), so a run of
+// candidates sharing a pod object is checked once: the simulator's
+// candidates point at a few shared stand-in pods, and checking each one's
+// protection again costs more than the rest of a plan. Candidates of a
+// real node each have their own pod and are all checked.
+type eligibleMemo struct {
+	namespaces []string
+	pod        *corev1.Pod
+	band       extension.Band
+	ok         bool
+}
+
+func (m *eligibleMemo) eligible(c *Candidate) bool {
+	if c.Pod == nil || c.Pod != m.pod || c.Band != m.band {
+		m.pod, m.band, m.ok = c.Pod, c.Band, eligible(c, m.namespaces...)
+	}
+	return m.ok
+}
+
 // terminatingLowPriority reports whether c is a Batch/Free pod already on its
 // way out: what it uses is about to be released without any action.
 func terminatingLowPriority(c *Candidate) bool {

@@ -253,9 +253,10 @@ func (p *Planner) Plan(node NodeState, candidates []Candidate, h Hysteresis) Pla
 	plan := Plan{Hysteresis: p.waterlines.Advance(h, node.Usage)}
 	cy := &cycle{p: p, node: node, h: plan.Hysteresis, all: candidates, plan: &plan}
 	cy.slots = make([]slot, 0, len(candidates))
+	memo := eligibleMemo{namespaces: p.waterlines.ProtectedNamespaces}
 	for i := range candidates {
 		c := &candidates[i]
-		if eligible(c, p.waterlines.ProtectedNamespaces...) {
+		if memo.eligible(c) {
 			cy.slots = append(cy.slots, slot{c: c, quota: c.CPUQuotaMilli})
 		}
 	}
