@@ -59,14 +59,15 @@ func (r *run) nodeQoS(n *node) {
 	// The candidates point at their stand-ins (run.standIn): the planner
 	// checks them as it would the real pods, and reaches the same verdict,
 	// since a stand-in shares everything it reads of a pod.
-	plan := n.planner.Plan(state, cands, n.hysteresis)
+	plan := &r.plan
+	n.planner.PlanInto(plan, state, cands, n.hysteresis)
 	n.hysteresis = plan.Hysteresis
 	r.setForbid(n, plan.ForbidScheduling)
 	var wide *widening
 	if r.policy == PolicyEvictAll {
-		wide = r.widen(n, &plan)
+		wide = r.widen(n, plan)
 	}
-	r.stats.planned(n, &plan, wide)
+	r.stats.planned(n, plan, wide)
 	for i := range plan.Quotas {
 		q := &plan.Quotas[i]
 		if !q.Changed() {

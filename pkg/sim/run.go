@@ -106,6 +106,8 @@ type run struct {
 	// candidates meanwhile (scratch).
 	pdbRetrySteps int
 	heldCands     []qos.Candidate
+	// plan is node QoS's plan, reused from node to node (PlanInto).
+	plan qos.Plan
 }
 
 // jobState is what became of one job of the workload.
@@ -251,6 +253,8 @@ func (r *run) buildNodes() error {
 			if planner, err = qos.NewPlanner(qos.DefaultRegistry(), waterlines); err != nil {
 				return err
 			}
+			// Nothing reads the plans' reasons.
+			planner = planner.Terse()
 			planners[capacity] = planner
 		}
 		waterlines := planner.Waterlines()

@@ -89,6 +89,10 @@ func (w *Waterlines) Advance(h Hysteresis, usage NodeUsage) Hysteresis {
 			c = step(c, u, l, release)
 		}
 		if c != (Counter{Action: l.Action, Metric: l.Metric}) {
+			if next.Counters == nil {
+				// One allocation: at most one counter per line.
+				next.Counters = make([]Counter, 0, len(w.Lines))
+			}
 			next.Counters = append(next.Counters, c)
 		}
 	}
