@@ -61,7 +61,9 @@ func (r *run) nodeQoS(n *node) {
 	// since a stand-in shares everything it reads of a pod.
 	plan := &r.plan
 	n.planner.PlanInto(plan, state, cands, n.hysteresis)
-	n.hysteresis = plan.Hysteresis
+	// The counters are kept in the node: Quiet reads them every cycle,
+	// and a fresh allocation per plan is a cache miss per node and step.
+	n.hysteresis.Counters = append(n.counters[:0], plan.Hysteresis.Counters...)
 	r.setForbid(n, plan.ForbidScheduling)
 	var wide *widening
 	if r.policy == PolicyEvictAll {
@@ -243,8 +245,8 @@ func (r *run) report(n *node) {
 	m.NodeUsage[nodeload.Memory] = n.usageMemory
 	// Pods placed from now on are not in the report: place adds them
 	// unreported.
-	var prodMidCPU, prodMidMem, prodReqCPU, prodReqMem int64
-	for i, p := range n.pods {
+	var prodMidCPU, prodMidMem int64
+	for i := range n.hot {
 		h := &n.hot[i]
 		u := nodeload.Vector{nodeload.CPU: n.snaps[i].report(r.aggReports, h.avgSum, h.avgSteps), nodeload.Memory: h.usageMemory}
 		n.seen[i].report = nodeload.PodReport{Usage: u, Reported: true}
@@ -254,8 +256,6 @@ func (r *run) report(n *node) {
 		}
 		if h.tier == tierProd {
 			m.ProdUsage = m.ProdUsage.Add(u)
-			prodReqCPU += p.req[resCPU]
-			prodReqMem += p.req[resMemory]
 		}
 	}
 	if r.la.ProdUsageIncludeSys {
@@ -271,11 +271,11 @@ func (r *run) report(n *node) {
 
 	in := tiers.NodeInput{
 		CPU: tiers.ResourceState{
-			Allocatable: n.spec.CPUMilli, ProdAllocated: prodReqCPU, ProdPeak: n.peakCPU, ProdPeakKnown: n.hasPeak,
+			Allocatable: n.spec.CPUMilli, ProdAllocated: n.prodReqCPU, ProdPeak: n.peakCPU, ProdPeakKnown: n.hasPeak,
 			ProdMidUsage: prodMidCPU, SystemUsage: n.spec.SystemCPUMilli,
 		},
 		Memory: tiers.ResourceState{
-			Allocatable: n.spec.MemoryBytes, ProdAllocated: prodReqMem, ProdPeak: n.peakMem, ProdPeakKnown: n.hasPeak,
+			Allocatable: n.spec.MemoryBytes, ProdAllocated: n.prodReqMemory, ProdPeak: n.peakMem, ProdPeakKnown: n.hasPeak,
 			ProdMidUsage: prodMidMem, SystemUsage: n.spec.SystemMemoryBytes,
 		},
 		UpdateTime: now,

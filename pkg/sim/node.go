@@ -220,6 +220,10 @@ type node struct {
 	nonZeroCPU, nonZeroMemory int64
 	// batchReqCPU is Σ the CPU requests (tier or not) of its Batch pods.
 	batchReqCPU int64
+	// prodReqCPU and prodReqMemory are Σ the cpu and memory requests of
+	// its Prod pods, which the manager's tier calculation reads at every
+	// report: kept here, the report need not visit each pod's object.
+	prodReqCPU, prodReqMemory int64
 	// pods are the node's pods; hot[i] is pods[i]'s step state and
 	// snaps[i] its sums at the last reports (for the NodeMetric's
 	// averages), kept side by side for the same reason.
@@ -250,6 +254,7 @@ type node struct {
 	resolved   policy.Resolved
 	planner    *qos.Planner
 	hysteresis qos.Hysteresis
+	counters   [6]qos.Counter // hysteresis.Counters' memory (nodeQoS)
 	// cands are the QoS candidates of the node's Batch/Free pods, kept
 	// beside candPods and refreshed in place every cycle.
 	cands     []qos.Candidate
@@ -363,6 +368,10 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	if p.h.kind == kindBatch {
 		n.batchReqCPU += p.req[resCPU] + p.req[resBatchCPU]
 	}
+	if p.h.tier == tierProd {
+		n.prodReqCPU += p.req[resCPU]
+		n.prodReqMemory += p.req[resMemory]
+	}
 	if p.req[resBatchCPU] > 0 {
 		n.bandDirty = true
 	}
@@ -412,6 +421,10 @@ func (n *node) remove(p *pod) {
 	n.nonZeroMemory -= p.nonZeroMemory
 	if p.h.kind == kindBatch {
 		n.batchReqCPU -= p.req[resCPU] + p.req[resBatchCPU]
+	}
+	if p.h.tier == tierProd {
+		n.prodReqCPU -= p.req[resCPU]
+		n.prodReqMemory -= p.req[resMemory]
 	}
 	if p.req[resBatchCPU] > 0 {
 		n.bandDirty = true
