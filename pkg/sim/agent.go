@@ -36,10 +36,7 @@ import (
 func (r *run) nodeQoS(n *node) {
 	r.usage[qos.MetricCPU] = n.usageCPU
 	r.usage[qos.MetricMemory] = n.usageMemory
-	for i, hi := range n.candHot {
-		c, h := &n.cands[i], &n.hot[hi]
-		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = h.usageCPU, h.usageMemory, h.quota
-	}
+	// runNode measured the candidates (measureCandidates).
 	// The shell samples the window every cycle with the candidates it
 	// plans with, so that the window and the present are measured alike.
 	be := qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands)
@@ -105,6 +102,18 @@ func (r *run) nodeQoS(n *node) {
 		n.tokens--
 		r.stats.qosEvicted()
 		r.evict(p, removedByQoS)
+	}
+}
+
+// measureCandidates gives the node's QoS candidates their pods' usage and
+// quota, as the agent's cycle reads them. runNode calls it at the end of a
+// step whose cycle is due, while the pods' step state is still in the
+// cache; nothing changes that state before the cycle (finishJobs only
+// takes pods off, and node.remove keeps each candidate with its pod).
+func (r *run) measureCandidates(n *node) {
+	for i, hi := range n.candHot {
+		c, h := &n.cands[i], &n.hot[hi]
+		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = h.usageCPU, h.usageMemory, h.quota
 	}
 }
 

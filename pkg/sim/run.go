@@ -752,6 +752,9 @@ func (r *run) runNode(n *node, sec int64) {
 	if mem > n.spec.MemoryBytes {
 		r.oomKill(n)
 	}
+	if r.policy.colocated() && r.step%r.qosEvery == 0 {
+		r.measureCandidates(n)
+	}
 }
 
 // shareCPU shares avail millicores among the node's pods under
