@@ -277,14 +277,19 @@ func (p *Planner) Plan(node NodeState, candidates []Candidate, h Hysteresis) Pla
 }
 
 // PlanInto is Plan writing the plan into dst, whose previous contents it
-// overwrites, reusing the memory of its Quotas, Evictions, Outcomes and
-// Reasons: for a caller that plans many nodes and is done with each plan
-// before the next. The Hysteresis it writes is always new, so h may be
-// the previous plan's.
+// overwrites, reusing the memory of its Quotas, Evictions, Outcomes,
+// Reasons and Hysteresis: for a caller that plans many nodes and is done
+// with each plan before the next. Where Plan leaves a slice nil, PlanInto
+// may leave it empty. h may be dst.Hysteresis (its memory is then not
+// reused) but must not share memory with it otherwise.
 func (p *Planner) PlanInto(dst *Plan, node NodeState, candidates []Candidate, h Hysteresis) {
 	quotas := dst.Quotas
+	counters := dst.Hysteresis.Counters
+	if len(h.Counters) > 0 && cap(counters) > 0 && &h.Counters[0] == &counters[:1][0] {
+		counters = nil
+	}
 	*dst = Plan{
-		Hysteresis: p.waterlines.Advance(h, node.Usage),
+		Hysteresis: p.waterlines.advance(counters, h, node.Usage),
 		Evictions:  dst.Evictions[:0],
 		Outcomes:   dst.Outcomes[:0],
 		Reasons:    dst.Reasons[:0],

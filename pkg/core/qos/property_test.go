@@ -333,6 +333,12 @@ func TestPlanIntoAndTerse(t *testing.T) {
 		if diff := cmp.Diff(want, reused, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("seed %d: PlanInto differs from Plan (-Plan +PlanInto):\n%s", seed, diff)
 		}
+		// The next cycle, from the plan's own hysteresis.
+		want2 := sc.planner.Plan(sc.node, sc.pods, want.Hysteresis)
+		sc.planner.PlanInto(&reused, sc.node, sc.pods, reused.Hysteresis)
+		if diff := cmp.Diff(want2, reused, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("seed %d: PlanInto from dst's own hysteresis differs from Plan (-Plan +PlanInto):\n%s", seed, diff)
+		}
 
 		terse := sc.planner.Terse()
 		sc.planner.PlanInto(&reusedTerse, sc.node, sc.pods, sc.h)
