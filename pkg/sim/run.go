@@ -208,6 +208,7 @@ func (r *run) buildNodes() error {
 	}
 	planners := map[qos.Capacity]*qos.Planner{}
 	fits := newFitViews(len(r.w.Nodes))
+	r.sched.views = fits
 	layouts := map[int64]*predict.Layout{}
 	r.reportEvery = 0
 	for i := range r.w.Nodes {
