@@ -36,10 +36,15 @@ import (
 func (r *run) nodeQoS(n *node) {
 	r.usage[qos.MetricCPU] = n.usageCPU
 	r.usage[qos.MetricMemory] = n.usageMemory
-	// runNode measured the candidates (measureCandidates).
+	// runNode measured the candidates (measureCandidates), and sampled
+	// them unless a candidate left since.
 	// The shell samples the window every cycle with the candidates it
 	// plans with, so that the window and the present are measured alike.
-	be := qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands)
+	be := n.be
+	if !n.beFresh {
+		be = qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands)
+	}
+	n.beFresh = false
 	n.window.push(windowSample{node: n.usageCPU, usage: be.UsageMilli, request: be.RequestMilli, allowing: be.AllowanceMilli})
 	if r.qosInterval() > 0 {
 		n.tokens = min(n.maxPerMin, n.tokens+n.maxPerMin*r.qosInterval().Minutes())
@@ -110,11 +115,16 @@ func (r *run) nodeQoS(n *node) {
 // step whose cycle is due, while the pods' step state is still in the
 // cache; nothing changes that state before the cycle (finishJobs only
 // takes pods off, and node.remove keeps each candidate with its pod).
+//
+// It also takes the cycle's CPU sample of them (qos.SampleBECPU) while
+// they are in the cache; node.remove marks it stale when a candidate
+// leaves before the cycle, which then samples again.
 func (r *run) measureCandidates(n *node) {
 	for i, hi := range n.candHot {
 		c, h := &n.cands[i], &n.hot[hi]
 		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = h.usageCPU, h.usageMemory, h.quota
 	}
+	n.be, n.beFresh = qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands), true
 }
 
 // evictionRetryAfter is how long the agent leaves a pod out of its plans

@@ -261,6 +261,10 @@ type node struct {
 	candPods  []*pod
 	candHot   []int32 // candHot[i] is the index in hot of cands[i]'s pod
 	throttled int     // pods with a quota
+	// be is the candidates' CPU sample measureCandidates took this step;
+	// beFresh says no candidate left since.
+	be      qos.BECPU
+	beFresh bool
 	// bandDirty: the node's Batch band or its Batch allocatable changed
 	// since the band caps were last split.
 	bandDirty  bool
@@ -432,6 +436,7 @@ func (n *node) remove(p *pod) {
 	}
 	n.excessFresh = false
 	if p.candIdx >= 0 {
+		n.beFresh = false
 		last := len(n.cands) - 1
 		movedPod := n.candPods[last]
 		n.cands[p.candIdx] = n.cands[last]
