@@ -929,14 +929,7 @@ func (r *run) schedulePending() {
 	step := int32(r.step)
 	failed := 0 // signatures that found no node this cycle
 	stopEarly := r.retryEvery == 1
-	r.queue.each(func(q *queued) (left, stop bool) {
-		if q.nextTry > step {
-			return false, false
-		}
-		if r.failedIn[q.sig] == r.cycle {
-			q.nextTry = step + int32(r.retryEvery)
-			return false, false
-		}
+	r.queue.each(step, int32(r.retryEvery), &r.failedIn, r.cycle, func(q *queued) (left, stop bool) {
 		n := r.sched.pick(q.p, r.nodes, r.now)
 		if n == nil {
 			// PostFilter: preemption, when it is on and may help.
@@ -1045,9 +1038,14 @@ func (q *pendingQueue) push(p *pod) {
 	q.bySig[p.sig]++
 }
 
-// each calls f on every pending pod in queue order; f returns left when
-// the pod left the queue, and stop to end the walk after this pod.
-func (q *pendingQueue) each(f func(*queued) (left, stop bool)) {
+// each calls f on every pending pod in queue order that is due at step
+// (nextTry) and whose signature has not failed this cycle
+// ((*failedIn)[sig] == cycle, read as f updates it); a pod of a failed
+// signature is due again retry steps later. f returns left when the pod
+// left the queue, and stop to end the walk after this pod. The checks are
+// made here rather than in f because most of a long queue is only
+// skipped.
+func (q *pendingQueue) each(step, retry int32, failedIn *[]int, cycle int, f func(*queued) (left, stop bool)) {
 	q.walking = true
 	defer func() {
 		q.walking = false
@@ -1062,7 +1060,16 @@ func (q *pendingQueue) each(f func(*queued) (left, stop bool)) {
 		stopped := false
 		for i := range l.pods {
 			e := &l.pods[i]
-			if e.p == nil {
+			if e.p == nil || e.nextTry > step {
+				continue
+			}
+			if (*failedIn)[e.sig] == cycle {
+				if retry > 1 {
+					// With a retry every step, nextTry <= step+1 always
+					// and is never read as not due: the write is skipped
+					// to keep the walk read-only.
+					e.nextTry = step + retry
+				}
 				continue
 			}
 			left, stop := f(e)
