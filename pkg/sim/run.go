@@ -117,11 +117,12 @@ type jobState struct {
 	attempts int
 	// done carries work over evictions when EvictedWork is continue.
 	done       int64
-	finished   bool
 	finishedAt time.Duration
+	finished   bool
 	// disrupted: the job's pod was evicted, preempted or killed, and its
 	// next pod does not run yet (it counts as unavailable in its
-	// PodDisruptionBudget).
+	// PodDisruptionBudget). Beside finished, so that the two share a word
+	// (a run keeps one jobState per job of the workload).
 	disrupted bool
 }
 
