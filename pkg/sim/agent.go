@@ -36,13 +36,15 @@ import (
 func (r *run) nodeQoS(n *node) {
 	r.usage[qos.MetricCPU] = n.usageCPU
 	r.usage[qos.MetricMemory] = n.usageMemory
-	for i, hi := range n.candHot {
-		c, h := &n.cands[i], &n.hot[hi]
-		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = h.usageCPU, h.usageMemory, h.quota
-	}
+	// runNode measured the candidates (measureCandidates), and sampled
+	// them unless a candidate left since.
 	// The shell samples the window every cycle with the candidates it
 	// plans with, so that the window and the present are measured alike.
-	be := qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands)
+	be := n.be
+	if !n.beFresh {
+		be = qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands)
+	}
+	n.beFresh = false
 	n.window.push(windowSample{node: n.usageCPU, usage: be.UsageMilli, request: be.RequestMilli, allowing: be.AllowanceMilli})
 	if r.qosInterval() > 0 {
 		n.tokens = min(n.maxPerMin, n.tokens+n.maxPerMin*r.qosInterval().Minutes())
@@ -52,27 +54,31 @@ func (r *run) nodeQoS(n *node) {
 		r.setForbid(n, false)
 		return
 	}
-	cands, candPods := n.cands, n.candPods
+	cands := n.cands
 	if r.step < n.pdbHeldUntil {
-		cands, candPods = r.plannable(n)
+		cands = r.plannable(n)
 	}
-	// The planner checks every candidate's real pod before acting.
-	for i, p := range candPods {
-		cands[i].Pod = p.obj
-	}
-	plan := n.planner.Plan(state, cands, n.hysteresis)
-	for i, p := range candPods {
-		cands[i].Pod = p.stand
-	}
-	n.hysteresis = plan.Hysteresis
+	// The candidates point at their stand-ins (run.standIn): the planner
+	// checks them as it would the real pods, and reaches the same verdict,
+	// since a stand-in shares everything it reads of a pod.
+	plan := &r.plan
+	n.planner.PlanInto(plan, state, cands, n.hysteresis)
+	// The counters are kept in the node: Quiet reads them every cycle,
+	// and a fresh allocation per plan is a cache miss per node and step.
+	n.hysteresis.Counters = append(n.counters[:0], plan.Hysteresis.Counters...)
 	r.setForbid(n, plan.ForbidScheduling)
 	var wide *widening
 	if r.policy == PolicyEvictAll {
-		wide = r.widen(n, &plan)
+		wide = r.widen(n, plan)
 	}
-	r.stats.planned(n, &plan, wide)
+	r.stats.planned(n, plan, wide)
 	for i := range plan.Quotas {
 		q := &plan.Quotas[i]
+		if !q.Changed() {
+			// CurrentMilli is the pod's quota, read above: nothing to
+			// apply, and the pod need not be looked up.
+			continue
+		}
 		p := r.candPod(n, i, q.Pod.UID)
 		if p == nil {
 			continue
@@ -104,6 +110,23 @@ func (r *run) nodeQoS(n *node) {
 	}
 }
 
+// measureCandidates gives the node's QoS candidates their pods' usage and
+// quota, as the agent's cycle reads them. runNode calls it at the end of a
+// step whose cycle is due, while the pods' step state is still in the
+// cache; nothing changes that state before the cycle (finishJobs only
+// takes pods off, and node.remove keeps each candidate with its pod).
+//
+// It also takes the cycle's CPU sample of them (qos.SampleBECPU) while
+// they are in the cache; node.remove marks it stale when a candidate
+// leaves before the cycle, which then samples again.
+func (r *run) measureCandidates(n *node) {
+	for i, hi := range n.candHot {
+		c, h := &n.cands[i], &n.hot[hi]
+		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = h.usageCPU, h.usageMemory, h.quota
+	}
+	n.be, n.beFresh = qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands), true
+}
+
 // evictionRetryAfter is how long the agent leaves a pod out of its plans
 // after a PodDisruptionBudget refused its eviction
 // (executor.DefaultEvictionRetryAfter).
@@ -111,17 +134,16 @@ const evictionRetryAfter = 30 * time.Second
 
 // plannable returns the node's candidates without the pods node QoS
 // leaves out after a refused eviction, in the run's scratch.
-func (r *run) plannable(n *node) ([]qos.Candidate, []*pod) {
-	cands, pods := r.heldCands[:0], r.heldPods[:0]
+func (r *run) plannable(n *node) []qos.Candidate {
+	cands := r.heldCands[:0]
 	for i, p := range n.candPods {
 		if p.pdbRetry > r.step {
 			continue
 		}
 		cands = append(cands, n.cands[i])
-		pods = append(pods, p)
 	}
-	r.heldCands, r.heldPods = cands, pods
-	return cands, pods
+	r.heldCands = cands
+	return cands
 }
 
 func (r *run) qosInterval() time.Duration { return r.cfg.QoSInterval }
@@ -242,8 +264,8 @@ func (r *run) report(n *node) {
 	m.NodeUsage[nodeload.Memory] = n.usageMemory
 	// Pods placed from now on are not in the report: place adds them
 	// unreported.
-	var prodMidCPU, prodMidMem, prodReqCPU, prodReqMem int64
-	for i, p := range n.pods {
+	var prodMidCPU, prodMidMem int64
+	for i := range n.hot {
 		h := &n.hot[i]
 		u := nodeload.Vector{nodeload.CPU: n.snaps[i].report(r.aggReports, h.avgSum, h.avgSteps), nodeload.Memory: h.usageMemory}
 		n.seen[i].report = nodeload.PodReport{Usage: u, Reported: true}
@@ -253,8 +275,6 @@ func (r *run) report(n *node) {
 		}
 		if h.tier == tierProd {
 			m.ProdUsage = m.ProdUsage.Add(u)
-			prodReqCPU += p.req[resCPU]
-			prodReqMem += p.req[resMemory]
 		}
 	}
 	if r.la.ProdUsageIncludeSys {
@@ -270,11 +290,11 @@ func (r *run) report(n *node) {
 
 	in := tiers.NodeInput{
 		CPU: tiers.ResourceState{
-			Allocatable: n.spec.CPUMilli, ProdAllocated: prodReqCPU, ProdPeak: n.peakCPU, ProdPeakKnown: n.hasPeak,
+			Allocatable: n.spec.CPUMilli, ProdAllocated: n.prodReqCPU, ProdPeak: n.peakCPU, ProdPeakKnown: n.hasPeak,
 			ProdMidUsage: prodMidCPU, SystemUsage: n.spec.SystemCPUMilli,
 		},
 		Memory: tiers.ResourceState{
-			Allocatable: n.spec.MemoryBytes, ProdAllocated: prodReqMem, ProdPeak: n.peakMem, ProdPeakKnown: n.hasPeak,
+			Allocatable: n.spec.MemoryBytes, ProdAllocated: n.prodReqMemory, ProdPeak: n.peakMem, ProdPeakKnown: n.hasPeak,
 			ProdMidUsage: prodMidMem, SystemUsage: n.spec.SystemMemoryBytes,
 		},
 		UpdateTime: now,

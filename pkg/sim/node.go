@@ -220,6 +220,10 @@ type node struct {
 	nonZeroCPU, nonZeroMemory int64
 	// batchReqCPU is Σ the CPU requests (tier or not) of its Batch pods.
 	batchReqCPU int64
+	// prodReqCPU and prodReqMemory are Σ the cpu and memory requests of
+	// its Prod pods, which the manager's tier calculation reads at every
+	// report: kept here, the report need not visit each pod's object.
+	prodReqCPU, prodReqMemory int64
 	// pods are the node's pods; hot[i] is pods[i]'s step state and
 	// snaps[i] its sums at the last reports (for the NodeMetric's
 	// averages), kept side by side for the same reason.
@@ -250,12 +254,17 @@ type node struct {
 	resolved   policy.Resolved
 	planner    *qos.Planner
 	hysteresis qos.Hysteresis
+	counters   [6]qos.Counter // hysteresis.Counters' memory (nodeQoS)
 	// cands are the QoS candidates of the node's Batch/Free pods, kept
 	// beside candPods and refreshed in place every cycle.
 	cands     []qos.Candidate
 	candPods  []*pod
 	candHot   []int32 // candHot[i] is the index in hot of cands[i]'s pod
 	throttled int     // pods with a quota
+	// be is the candidates' CPU sample measureCandidates took this step;
+	// beFresh says no candidate left since.
+	be      qos.BECPU
+	beFresh bool
 	// bandDirty: the node's Batch band or its Batch allocatable changed
 	// since the band caps were last split.
 	bandDirty  bool
@@ -363,6 +372,10 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	if p.h.kind == kindBatch {
 		n.batchReqCPU += p.req[resCPU] + p.req[resBatchCPU]
 	}
+	if p.h.tier == tierProd {
+		n.prodReqCPU += p.req[resCPU]
+		n.prodReqMemory += p.req[resMemory]
+	}
 	if p.req[resBatchCPU] > 0 {
 		n.bandDirty = true
 	}
@@ -413,12 +426,17 @@ func (n *node) remove(p *pod) {
 	if p.h.kind == kindBatch {
 		n.batchReqCPU -= p.req[resCPU] + p.req[resBatchCPU]
 	}
+	if p.h.tier == tierProd {
+		n.prodReqCPU -= p.req[resCPU]
+		n.prodReqMemory -= p.req[resMemory]
+	}
 	if p.req[resBatchCPU] > 0 {
 		n.bandDirty = true
 		p.h.bandCap = 0
 	}
 	n.excessFresh = false
 	if p.candIdx >= 0 {
+		n.beFresh = false
 		last := len(n.cands) - 1
 		movedPod := n.candPods[last]
 		n.cands[p.candIdx] = n.cands[last]

@@ -102,11 +102,12 @@ type run struct {
 	budgets  []budgetState
 	budgetOf [numKinds]int
 	// pdbRetrySteps is how long node QoS leaves a pod out of its plans
-	// after a budget refused its eviction; heldCands and heldPods are the
-	// plannable candidates meanwhile (scratch).
+	// after a budget refused its eviction; heldCands are the plannable
+	// candidates meanwhile (scratch).
 	pdbRetrySteps int
 	heldCands     []qos.Candidate
-	heldPods      []*pod
+	// plan is node QoS's plan, reused from node to node (PlanInto).
+	plan qos.Plan
 }
 
 // jobState is what became of one job of the workload.
@@ -116,11 +117,12 @@ type jobState struct {
 	attempts int
 	// done carries work over evictions when EvictedWork is continue.
 	done       int64
-	finished   bool
 	finishedAt time.Duration
+	finished   bool
 	// disrupted: the job's pod was evicted, preempted or killed, and its
 	// next pod does not run yet (it counts as unavailable in its
-	// PodDisruptionBudget).
+	// PodDisruptionBudget). Beside finished, so that the two share a word
+	// (a run keeps one jobState per job of the workload).
 	disrupted bool
 }
 
@@ -207,6 +209,7 @@ func (r *run) buildNodes() error {
 	}
 	planners := map[qos.Capacity]*qos.Planner{}
 	fits := newFitViews(len(r.w.Nodes))
+	r.sched.views = fits
 	layouts := map[int64]*predict.Layout{}
 	r.reportEvery = 0
 	for i := range r.w.Nodes {
@@ -252,6 +255,8 @@ func (r *run) buildNodes() error {
 			if planner, err = qos.NewPlanner(qos.DefaultRegistry(), waterlines); err != nil {
 				return err
 			}
+			// Nothing reads the plans' reasons.
+			planner = planner.Terse()
 			planners[capacity] = planner
 		}
 		waterlines := planner.Waterlines()
@@ -400,15 +405,16 @@ func (r *run) newPod(obj *corev1.Pod) (*pod, error) {
 }
 
 // standIn returns a pod the QoS core cannot tell from obj -- the same
-// protection verdict, band and terminating state, which is all it reads of
-// a candidate's pod -- shared by every pod with those verdicts. The node
-// agents measure the CPU eviction window every cycle on every node
-// (qos.SampleBECPU checks each candidate's pod); on a thousand nodes,
-// reading thousands of scattered pod objects every step costs more than
-// the rest of the step, while a few shared ones stay in the cache. Plan
-// always gets the real pods.
+// protection verdict, band, terminating state and namespace (a NodeQOS may
+// protect namespaces), which is all it reads of a candidate's pod --
+// shared by every pod with those verdicts. The node agents sample the CPU
+// eviction window and plan every cycle on every node, and both check each
+// candidate's pod; on a thousand nodes, reading thousands of scattered pod
+// objects every step costs more than the rest of the step, while a few
+// shared ones stay in the cache. The simulation never changes what the
+// checks read of a pod after admission, so a stand-in stays exact.
 func (r *run) standIn(obj *corev1.Pod) *corev1.Pod {
-	key := standInKey{extension.QoSProtection(obj), extension.BandOf(obj), obj.DeletionTimestamp != nil}
+	key := standInKey{extension.QoSProtection(obj), extension.BandOf(obj), obj.DeletionTimestamp != nil, obj.Namespace}
 	if s, ok := r.standIns[key]; ok {
 		return s
 	}
@@ -418,7 +424,7 @@ func (r *run) standIn(obj *corev1.Pod) *corev1.Pod {
 	// verdicts are checked again, so a stand-in never differs from the pods
 	// it stands in for.
 	delete(s.Annotations, extension.AnnotationOriginalResources)
-	if (standInKey{extension.QoSProtection(s), extension.BandOf(s), s.DeletionTimestamp != nil}) != key {
+	if (standInKey{extension.QoSProtection(s), extension.BandOf(s), s.DeletionTimestamp != nil, s.Namespace}) != key {
 		s = obj.DeepCopy()
 	}
 	r.standIns[key] = s
@@ -429,6 +435,7 @@ type standInKey struct {
 	protection  extension.ProtectionReason
 	band        extension.Band
 	terminating bool
+	namespace   string
 }
 
 // profileFor returns the profile the webhook applies to obj. The
@@ -747,6 +754,9 @@ func (r *run) runNode(n *node, sec int64) {
 	if mem > n.spec.MemoryBytes {
 		r.oomKill(n)
 	}
+	if r.policy.colocated() && r.step%r.qosEvery == 0 {
+		r.measureCandidates(n)
+	}
 }
 
 // shareCPU shares avail millicores among the node's pods under
@@ -920,14 +930,7 @@ func (r *run) schedulePending() {
 	step := int32(r.step)
 	failed := 0 // signatures that found no node this cycle
 	stopEarly := r.retryEvery == 1
-	r.queue.each(func(q *queued) (left, stop bool) {
-		if q.nextTry > step {
-			return false, false
-		}
-		if r.failedIn[q.sig] == r.cycle {
-			q.nextTry = step + int32(r.retryEvery)
-			return false, false
-		}
+	r.queue.each(step, int32(r.retryEvery), &r.failedIn, r.cycle, func(q *queued) (left, stop bool) {
 		n := r.sched.pick(q.p, r.nodes, r.now)
 		if n == nil {
 			// PostFilter: preemption, when it is on and may help.
@@ -1036,9 +1039,14 @@ func (q *pendingQueue) push(p *pod) {
 	q.bySig[p.sig]++
 }
 
-// each calls f on every pending pod in queue order; f returns left when
-// the pod left the queue, and stop to end the walk after this pod.
-func (q *pendingQueue) each(f func(*queued) (left, stop bool)) {
+// each calls f on every pending pod in queue order that is due at step
+// (nextTry) and whose signature has not failed this cycle
+// ((*failedIn)[sig] == cycle, read as f updates it); a pod of a failed
+// signature is due again retry steps later. f returns left when the pod
+// left the queue, and stop to end the walk after this pod. The checks are
+// made here rather than in f because most of a long queue is only
+// skipped.
+func (q *pendingQueue) each(step, retry int32, failedIn *[]int, cycle int, f func(*queued) (left, stop bool)) {
 	q.walking = true
 	defer func() {
 		q.walking = false
@@ -1053,7 +1061,16 @@ func (q *pendingQueue) each(f func(*queued) (left, stop bool)) {
 		stopped := false
 		for i := range l.pods {
 			e := &l.pods[i]
-			if e.p == nil {
+			if e.p == nil || e.nextTry > step {
+				continue
+			}
+			if (*failedIn)[e.sig] == cycle {
+				if retry > 1 {
+					// With a retry every step, nextTry <= step+1 always
+					// and is never read as not due: the write is skipped
+					// to keep the walk read-only.
+					e.nextTry = step + retry
+				}
 				continue
 			}
 			left, stop := f(e)

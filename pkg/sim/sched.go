@@ -75,13 +75,21 @@ type scheduler struct {
 	rng       *rand.Rand
 	nextStart int
 	feasible  []*node
+	// views are the nodes' fitViews side by side, views[i] that of the
+	// i-th node pick is given: pick checks NodeResourcesFit there without
+	// touching the node objects, most of which do not fit a pod on a busy
+	// cluster. Nil: read each node's own.
+	views []fitView
 }
 
 // fits reports whether p passes the filters on n at now.
 func (s *scheduler) fits(p *pod, n *node, now time.Time) bool {
-	// NodeResourcesFit and the MemoryPressure taint read the node's
-	// fitView, which the nodes keep side by side.
-	f := n.fit
+	return fitsView(p, n.fit, now) && s.fitsLoad(p, n, now)
+}
+
+// fitsView is NodeResourcesFit and the MemoryPressure taint, which read
+// only the node's fitView.
+func fitsView(p *pod, f *fitView, now time.Time) bool {
 	if f.free[resPods] < 1 {
 		return false
 	}
@@ -93,6 +101,11 @@ func (s *scheduler) fits(p *pod, n *node, now time.Time) bool {
 			return false
 		}
 	}
+	return true
+}
+
+// fitsLoad is the filters after fitsView: LoadAware's, when it is on.
+func (s *scheduler) fitsLoad(p *pod, n *node, now time.Time) bool {
 	if s.la != nil {
 		n.refreshExcess(now)
 		if s.la.Filter(&p.load, &n.load, now).Reason != nodeload.Fit {
@@ -174,11 +187,21 @@ func (s *scheduler) pick(p *pod, nodes []*node, now time.Time) *node {
 	want := numFeasibleNodesToFind(n)
 	s.feasible = s.feasible[:0]
 	processed := 0
+	views := s.views
+	if len(views) != n {
+		views = nil
+	}
 	for i := 0; i < n && len(s.feasible) < want; i++ {
-		nd := nodes[(s.nextStart+i)%n]
+		j := (s.nextStart + i) % n
 		processed++
-		if s.fits(p, nd, now) {
-			s.feasible = append(s.feasible, nd)
+		var ok bool
+		if views != nil {
+			ok = fitsView(p, &views[j], now) && s.fitsLoad(p, nodes[j], now)
+		} else {
+			ok = s.fits(p, nodes[j], now)
+		}
+		if ok {
+			s.feasible = append(s.feasible, nodes[j])
 		}
 	}
 	s.nextStart = (s.nextStart + processed) % n

@@ -72,6 +72,7 @@ func NewScheduler(spec nodeload.Spec, laWeight int64, nodes []*corev1.Node, seed
 		byName: map[string]*node{},
 	}
 	fits := newFitViews(len(nodes))
+	s.s.views = fits
 	for i, obj := range nodes {
 		alloc := resVecOf(obj.Status.Allocatable)
 		n := &node{

@@ -27,6 +27,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
 
 // TestDeployedScoreProfile holds the simulated scheduler's score against
@@ -96,5 +97,27 @@ func TestDeployedScoreProfile(t *testing.T) {
 				t.Errorf("Evaluate (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSchedulerViewsMatchNodes checks that the scheduler's fitViews are the
+// nodes' own, in the nodes' order: pick reads views[i] for nodes[i].
+func TestSchedulerViewsMatchNodes(t *testing.T) {
+	w, err := workload.Synthetic(workload.SyntheticParams{Seed: 1, Nodes: 20, Duration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Seed: 1}.WithDefaults()
+	r, err := newRun(&cfg, w, PolicyWaterline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.sched.views) != len(r.nodes) {
+		t.Fatalf("%d fitViews for %d nodes", len(r.sched.views), len(r.nodes))
+	}
+	for i, n := range r.nodes {
+		if n.fit != &r.sched.views[i] {
+			t.Fatalf("node %d (%s) does not own the scheduler's fitView %d", i, n.spec.Name, i)
+		}
 	}
 }

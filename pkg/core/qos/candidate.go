@@ -67,13 +67,31 @@ func (r PodRef) String() string { return r.Namespace + "/" + r.Name }
 // NewCandidate; the planner re-checks Pod with extension.QoSProtection and
 // ignores any candidate that is protected, whatever the other fields say.
 type Candidate struct {
+	// The fields read for every candidate of every cycle (eligibility and
+	// SampleBECPU) come first, to share a cache line: a simulator of a
+	// thousand nodes walks their candidates every step.
+
 	// Pod is the pod itself. It is the authority on protection: a candidate
 	// without a Pod is never acted on. The planner does not modify it.
 	Pod *corev1.Pod
-
-	PodRef
 	// Band is the pod's priority band (extension.BandOf).
 	Band extension.Band
+	// CPUUsageMilli is the latest CPU usage, in millicores.
+	CPUUsageMilli int64
+	// CPURequestMilli is the pod's CPU request in millicores, counting
+	// mid-cpu/batch-cpu tier requests (which are already millicores);
+	// 0 when it requests none.
+	CPURequestMilli int64
+	// CPULimitMilli is the pod's CPU limit in millicores, counting tier
+	// limits; 0 when some container has no limit.
+	CPULimitMilli int64
+	// CPUQuotaMilli is the quota Waterline currently holds the pod at, or
+	// NoQuota.
+	CPUQuotaMilli int64
+	// MemoryUsageBytes is the latest memory usage, in bytes.
+	MemoryUsageBytes int64
+
+	PodRef
 	// Priority is spec.priority, 0 when unset.
 	Priority int32
 	// QOSClass is the pod's Kubernetes QoS class.
@@ -82,23 +100,9 @@ type Candidate struct {
 	// which sorts as the shortest-running pod.
 	StartTime time.Time
 
-	// CPUUsageMilli is the latest CPU usage, in millicores.
-	CPUUsageMilli int64
-	// MemoryUsageBytes is the latest memory usage, in bytes.
-	MemoryUsageBytes int64
-	// CPURequestMilli is the pod's CPU request in millicores, counting
-	// mid-cpu/batch-cpu tier requests (which are already millicores);
-	// 0 when it requests none.
-	CPURequestMilli int64
-	// CPULimitMilli is the pod's CPU limit in millicores, counting tier
-	// limits; 0 when some container has no limit.
-	CPULimitMilli int64
 	// TierCPULimitMilli is the part of the limit given as mid-cpu/batch-cpu,
 	// in millicores; 0 when the pod runs on no tier CPU.
 	TierCPULimitMilli int64
-	// CPUQuotaMilli is the quota Waterline currently holds the pod at, or
-	// NoQuota.
-	CPUQuotaMilli int64
 	// MemoryRequestBytes and MemoryLimitBytes count tier memory too; the
 	// limit is 0 when some container has none.
 	MemoryRequestBytes int64
@@ -145,6 +149,27 @@ func eligible(c *Candidate, protectedNamespaces ...string) bool {
 	return c.Pod != nil && c.Band.IsLowPriority() &&
 		extension.QoSProtection(c.Pod) == extension.NotProtected &&
 		!extension.IsProtectedNamespace(c.Pod.Namespace, protectedNamespaces...)
+}
+
+// eligibleMemo remembers eligible's verdict for the last pod object and
+// band it was asked about. The verdict depends on nothing else (the
+// protected namespaces are fixed for one Plan or sample), so a run of
+// candidates sharing a pod object is checked once: the simulator's
+// candidates point at a few shared stand-in pods, and checking each one's
+// protection again costs more than the rest of a plan. Candidates of a
+// real node each have their own pod and are all checked.
+type eligibleMemo struct {
+	namespaces []string
+	pod        *corev1.Pod
+	band       extension.Band
+	ok         bool
+}
+
+func (m *eligibleMemo) eligible(c *Candidate) bool {
+	if c.Pod == nil || c.Pod != m.pod || c.Band != m.band {
+		m.pod, m.band, m.ok = c.Pod, c.Band, eligible(c, m.namespaces...)
+	}
+	return m.ok
 }
 
 // terminatingLowPriority reports whether c is a Batch/Free pod already on its

@@ -72,7 +72,14 @@ func (h Hysteresis) Active(a Action, m MetricName) bool { return h.Counter(a, m)
 // were, neither counting nor resetting. Counters of lines that no longer
 // exist are dropped.
 func (w *Waterlines) Advance(h Hysteresis, usage NodeUsage) Hysteresis {
-	var next Hysteresis
+	return w.advance(nil, h, usage)
+}
+
+// advance is Advance appending the counters to buf[:0]; buf must not share
+// memory with h. A nil buf is allocated once, when the first counter is
+// kept.
+func (w *Waterlines) advance(buf []Counter, h Hysteresis, usage NodeUsage) Hysteresis {
+	next := Hysteresis{Counters: buf[:0]}
 	for _, l := range w.Lines {
 		if l.Action == ActionThrottleUp {
 			continue
@@ -89,6 +96,10 @@ func (w *Waterlines) Advance(h Hysteresis, usage NodeUsage) Hysteresis {
 			c = step(c, u, l, release)
 		}
 		if c != (Counter{Action: l.Action, Metric: l.Metric}) {
+			if next.Counters == nil {
+				// One allocation: at most one counter per line.
+				next.Counters = make([]Counter, 0, len(w.Lines))
+			}
 			next.Counters = append(next.Counters, c)
 		}
 	}

@@ -19,6 +19,7 @@ package qos
 import (
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // NodeState is what the shell measured on the node for one cycle.
@@ -166,6 +167,8 @@ type Planner struct {
 	forbid, throttle, evict []Line
 	throttleFallback        *Metric
 	evictFallback           *Metric
+	// terse: leave every reason empty (Terse).
+	terse bool
 }
 
 // NewPlanner returns a planner for the waterlines, with the metrics of reg.
@@ -206,6 +209,17 @@ func NewPlanner(reg *Registry, waterlines *Waterlines) (*Planner, error) {
 	return p, nil
 }
 
+// Terse returns a planner that plans exactly as p does but explains
+// nothing: Plan.Reasons, Quota.Reason and Eviction.Reason stay empty.
+// Formatting the reasons is most of what a plan allocates; a caller that
+// never logs them, like a simulator planning thousands of nodes every
+// step, need not pay for them. No decision reads a reason.
+func (p *Planner) Terse() *Planner {
+	t := *p
+	t.terse = true
+	return &t
+}
+
 // Waterlines returns a copy of the planner's waterlines.
 func (p *Planner) Waterlines() Waterlines {
 	w := p.waterlines
@@ -238,8 +252,15 @@ type cycle struct {
 	all   []Candidate
 	slots []slot
 	order []*slot
-	plan  *Plan
+	// pending is throttlePrecise's scratch.
+	pending []int64
+	plan    *Plan
 }
+
+// cycles keeps the scratch of finished Plan calls for the next ones: a
+// node plans every few seconds, a simulator thousands of nodes a step, and
+// the planner is shared by goroutines.
+var cycles = sync.Pool{New: func() any { return new(cycle) }}
 
 // Plan decides this cycle's actions from the node's state, the candidate
 // pods (every pod of the node may be passed: protected pods are ignored
@@ -250,16 +271,48 @@ type cycle struct {
 // action priority first; then throttling down, or restoring, on the pods
 // not being evicted.
 func (p *Planner) Plan(node NodeState, candidates []Candidate, h Hysteresis) Plan {
-	plan := Plan{Hysteresis: p.waterlines.Advance(h, node.Usage)}
-	cy := &cycle{p: p, node: node, h: plan.Hysteresis, all: candidates, plan: &plan}
-	cy.slots = make([]slot, 0, len(candidates))
+	var plan Plan
+	p.PlanInto(&plan, node, candidates, h)
+	return plan
+}
+
+// PlanInto is Plan writing the plan into dst, whose previous contents it
+// overwrites, reusing the memory of its Quotas, Evictions, Outcomes,
+// Reasons and Hysteresis: for a caller that plans many nodes and is done
+// with each plan before the next. Where Plan leaves a slice nil, PlanInto
+// may leave it empty. h may be dst.Hysteresis (its memory is then not
+// reused) but must not share memory with it otherwise.
+func (p *Planner) PlanInto(dst *Plan, node NodeState, candidates []Candidate, h Hysteresis) {
+	quotas := dst.Quotas
+	counters := dst.Hysteresis.Counters
+	if len(h.Counters) > 0 && cap(counters) > 0 && &h.Counters[0] == &counters[:1][0] {
+		counters = nil
+	}
+	*dst = Plan{
+		Hysteresis: p.waterlines.advance(counters, h, node.Usage),
+		Evictions:  dst.Evictions[:0],
+		Outcomes:   dst.Outcomes[:0],
+		Reasons:    dst.Reasons[:0],
+	}
+	plan := dst
+	cy := cycles.Get().(*cycle)
+	defer func() {
+		// Drop the references to the caller's data before pooling.
+		clear(cy.slots)
+		clear(cy.order)
+		*cy = cycle{slots: cy.slots[:0], order: cy.order[:0], pending: cy.pending[:0]}
+		cycles.Put(cy)
+	}()
+	cy.p, cy.node, cy.h, cy.all, cy.plan = p, node, plan.Hysteresis, candidates, plan
+	cy.slots = slices.Grow(cy.slots[:0], len(candidates))
+	memo := eligibleMemo{namespaces: p.waterlines.ProtectedNamespaces}
 	for i := range candidates {
 		c := &candidates[i]
-		if eligible(c, p.waterlines.ProtectedNamespaces...) {
+		if memo.eligible(c) {
 			cy.slots = append(cy.slots, slot{c: c, quota: c.CPUQuotaMilli})
 		}
 	}
-	cy.order = make([]*slot, len(cy.slots))
+	cy.order = slices.Grow(cy.order[:0], len(cy.slots))[:len(cy.slots)]
 	if n := len(candidates) - len(cy.slots); n > 0 {
 		cy.reasonf("Ignored %d of %d pods: protected from node QoS (Prod/Mid band, DaemonSet, static/mirror, system-critical, terminating, kube-system or a protected namespace)", n, len(candidates))
 	}
@@ -270,16 +323,33 @@ func (p *Planner) Plan(node NodeState, candidates []Candidate, h Hysteresis) Pla
 		cy.restore()
 	}
 
-	plan.Quotas = make([]Quota, len(cy.slots))
+	if quotas == nil || cap(quotas) < len(cy.slots) {
+		quotas = make([]Quota, len(cy.slots))
+	}
+	plan.Quotas = quotas[:len(cy.slots)]
 	for i := range cy.slots {
 		s := &cy.slots[i]
 		plan.Quotas[i] = Quota{Pod: s.c.PodRef, CurrentMilli: s.c.CPUQuotaMilli, DesiredMilli: s.quota, Reason: s.reason}
 	}
-	return plan
 }
 
+// explain reports whether the plan gives its reasons (the planner is not
+// Terse).
+func (cy *cycle) explain() bool { return !cy.p.terse }
+
+// reasonf adds a line to Plan.Reasons.
 func (cy *cycle) reasonf(format string, args ...any) {
-	cy.plan.Reasons = append(cy.plan.Reasons, fmt.Sprintf(format, args...))
+	if cy.explain() {
+		cy.plan.Reasons = append(cy.plan.Reasons, fmt.Sprintf(format, args...))
+	}
+}
+
+// sprintf formats a pod's reason: empty when the plan explains nothing.
+func (cy *cycle) sprintf(format string, args ...any) string {
+	if !cy.explain() {
+		return ""
+	}
+	return fmt.Sprintf(format, args...)
 }
 
 func (cy *cycle) outcome(o Outcome) { cy.plan.Outcomes = append(cy.plan.Outcomes, o) }
@@ -315,7 +385,7 @@ func (cy *cycle) forbidScheduling() {
 		cy.plan.ForbidScheduling = true
 		u, ok := cy.node.Usage[l.Metric]
 		usage := "missing"
-		if ok {
+		if ok && cy.explain() {
 			usage = fmt.Sprint(u)
 		}
 		cy.reasonf("ForbidScheduling %s: on (usage %s, line %d from %s; released after %d samples at or under it, %d so far)",
@@ -409,7 +479,7 @@ func (cy *cycle) evictPrecise(l Line, m *Metric, usage int64) {
 				// pure over-action.
 				continue
 			}
-			cy.evict(s, l.Metric, rel, fmt.Sprintf("%s usage %d over evict line %d (%s) by %d; pod releases %d, %d left",
+			cy.evict(s, l.Metric, rel, cy.sprintf("%s usage %d over evict line %d (%s) by %d; pod releases %d, %d left",
 				l.Metric, usage, l.Value, l.Source, gap, rel, max(0, remaining-rel)))
 			out.Released += rel
 			out.Acted++
@@ -469,7 +539,7 @@ func (cy *cycle) evictCPU(l Line, m *Metric, usage int64) {
 				// evicting it would not move it.
 				continue
 			}
-			cy.evict(s, l.Metric, s.c.CPURequestMilli, fmt.Sprintf(
+			cy.evict(s, l.Metric, s.c.CPURequestMilli, cy.sprintf(
 				"BE CPU satisfaction %d%% under %d%% for %ds over evict line %d (%s); removing %dm of request, %dm left",
 				pct(now.UsageMilli, now.RequestMilli), cy.p.waterlines.CPUEviction.SatisfactionLowerPercent,
 				cy.p.waterlines.CPUEviction.WindowSeconds, l.Value, l.Source, s.c.CPURequestMilli, max(0, remaining-s.c.CPURequestMilli)))
@@ -520,7 +590,7 @@ func (cy *cycle) evictFallback(metrics []MetricName) {
 			}
 			s := order[0]
 			rel := fb.Evict(s.c)
-			cy.evict(s, name, rel, fmt.Sprintf("%s over its evict line and not quantifiable: evicting one pod per cycle, first in %s order", name, fb.Name))
+			cy.evict(s, name, rel, cy.sprintf("%s over its evict line and not quantifiable: evicting one pod per cycle, first in %s order", name, fb.Name))
 			out.Acted = 1
 			out.Released = rel
 			cy.reasonf("Evict %s: not evict-quantified; evicting one pod (%s) in %s order, re-evaluating next cycle", name, s.c.PodRef, fb.Name)
@@ -577,7 +647,7 @@ func (cy *cycle) throttleFallback(why []string) {
 		return
 	}
 	out := Outcome{Action: ActionThrottleDown, Metric: fb.Name, Mode: ModeFallback}
-	reason := fmt.Sprintf("fallback (%v): every candidate one step down by %s", why, fb.Name)
+	reason := cy.sprintf("fallback (%v): every candidate one step down by %s", why, fb.Name)
 	order := cy.sorted(fb.sorter())
 	for _, s := range order {
 		q, rel := fb.Throttle(s.c, cy.throttleContext(s.quota, GapUnknown))
@@ -602,7 +672,8 @@ func (cy *cycle) throttlePrecise(l Line, m *Metric, usage int64) {
 	order := cy.sorted(m.sorter())
 	// What quotas planned earlier release before the sample shows it is
 	// counted first, so no pod is throttled for a gap already closing.
-	pending := make([]int64, len(order))
+	cy.pending = slices.Grow(cy.pending[:0], len(order))[:len(order)]
+	pending := cy.pending
 	var pendingSum int64
 	for i, s := range order {
 		_, pending[i] = m.Throttle(s.c, cy.throttleContext(s.quota, 0))
@@ -619,8 +690,10 @@ func (cy *cycle) throttlePrecise(l Line, m *Metric, usage int64) {
 			continue
 		}
 		add := rel - pending[i]
-		s.reason = fmt.Sprintf("%s usage %d over throttle line %d (%s) by %d: quota %s -> %dm releases %d, %d left",
-			l.Metric, usage, l.Value, l.Source, gap, quotaString(s.quota), q, add, max(0, remaining-add))
+		if cy.explain() {
+			s.reason = fmt.Sprintf("%s usage %d over throttle line %d (%s) by %d: quota %s -> %dm releases %d, %d left",
+				l.Metric, usage, l.Value, l.Source, gap, quotaString(s.quota), q, add, max(0, remaining-add))
+		}
 		s.quota = q
 		out.Acted++
 		out.Released += add
@@ -675,7 +748,7 @@ func (cy *cycle) restore() {
 		u, ok := cy.node.Usage[l.Metric]
 		if !ok || u > up.Value {
 			usage := "missing"
-			if ok {
+			if ok && cy.explain() {
 				usage = fmt.Sprint(u)
 			}
 			cy.outcome(Outcome{Action: ActionThrottleUp, Metric: l.Metric, Mode: ModeHold})
@@ -711,11 +784,15 @@ func (cy *cycle) restore() {
 		if q == s.quota {
 			continue
 		}
-		if gap == GapUnknown {
+		switch {
+		case !cy.explain():
+		case gap == GapUnknown:
 			s.reason = fmt.Sprintf("usage under every restore line: quota %s -> %s (one step)", quotaString(s.quota), quotaString(q))
-		} else {
+		default:
 			s.reason = fmt.Sprintf("%s usage %d under restore line %d (%s) by %d: quota %s -> %s",
 				fb.Name, gapLine.Value-gap, gapLine.Value, gapLine.Source, gap, quotaString(s.quota), quotaString(q))
+		}
+		if gap != GapUnknown {
 			remaining -= granted
 		}
 		s.quota = q

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/extension"
@@ -316,4 +317,47 @@ func FuzzPlan(f *testing.F) {
 		sc := randomScenario(t, rng, int(n))
 		checkPlan(t, sc, sc.planner.Plan(sc.node, sc.pods, sc.h))
 	})
+}
+
+// TestPlanIntoAndTerse checks that PlanInto, into a plan reused from other
+// scenarios, plans what Plan does, and that a Terse planner plans the same
+// with every reason left empty.
+func TestPlanIntoAndTerse(t *testing.T) {
+	var reused, reusedTerse Plan
+	for seed := range uint64(500) {
+		rng := rand.New(rand.NewPCG(seed, 43))
+		sc := randomScenario(t, rng, rng.IntN(60))
+		want := sc.planner.Plan(sc.node, sc.pods, sc.h)
+
+		sc.planner.PlanInto(&reused, sc.node, sc.pods, sc.h)
+		if diff := cmp.Diff(want, reused, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("seed %d: PlanInto differs from Plan (-Plan +PlanInto):\n%s", seed, diff)
+		}
+		// The next cycle, from the plan's own hysteresis.
+		want2 := sc.planner.Plan(sc.node, sc.pods, want.Hysteresis)
+		sc.planner.PlanInto(&reused, sc.node, sc.pods, reused.Hysteresis)
+		if diff := cmp.Diff(want2, reused, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("seed %d: PlanInto from dst's own hysteresis differs from Plan (-Plan +PlanInto):\n%s", seed, diff)
+		}
+
+		terse := sc.planner.Terse()
+		sc.planner.PlanInto(&reusedTerse, sc.node, sc.pods, sc.h)
+		terse.PlanInto(&reusedTerse, sc.node, sc.pods, sc.h)
+		if len(reusedTerse.Reasons) != 0 {
+			t.Fatalf("seed %d: a terse plan gives reasons: %q", seed, reusedTerse.Reasons)
+		}
+		noReasons := want
+		noReasons.Reasons = nil
+		noReasons.Quotas = slices.Clone(want.Quotas)
+		for i := range noReasons.Quotas {
+			noReasons.Quotas[i].Reason = ""
+		}
+		noReasons.Evictions = slices.Clone(want.Evictions)
+		for i := range noReasons.Evictions {
+			noReasons.Evictions[i].Reason = ""
+		}
+		if diff := cmp.Diff(noReasons, reusedTerse, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("seed %d: a terse plan differs beyond its reasons (-Plan +Terse):\n%s", seed, diff)
+		}
+	}
 }

@@ -19,10 +19,6 @@ package qos
 import (
 	"fmt"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/waterline-dev/waterline/apis/extension"
 )
 
 // BECPU is the CPU picture of a node's Batch/Free ("BE") pods at one
@@ -56,18 +52,10 @@ func (p *Planner) SampleBECPU(nodeUsageMilli int64, candidates []Candidate) BECP
 func sampleBECPU(nodeCPUMilli, nodeUsageMilli int64, candidates []Candidate, protectedNamespaces []string) BECPU {
 	var b BECPU
 	var caps int64
-	// Candidates sharing a pod object (and band) share the verdict: the
-	// simulator's candidates point at a few shared stand-in pods, and
-	// checking each one's protection costs more than the rest of the loop.
-	var lastPod *corev1.Pod
-	var lastBand extension.Band
-	lastEligible := false
+	memo := eligibleMemo{namespaces: protectedNamespaces}
 	for i := range candidates {
 		c := &candidates[i]
-		if c.Pod == nil || c.Pod != lastPod || c.Band != lastBand {
-			lastPod, lastBand, lastEligible = c.Pod, c.Band, eligible(c, protectedNamespaces...)
-		}
-		if !lastEligible {
+		if !memo.eligible(c) {
 			continue
 		}
 		b.UsageMilli += c.CPUUsageMilli
