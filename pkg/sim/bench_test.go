@@ -63,30 +63,38 @@ func BenchmarkRun(b *testing.B) {
 
 // BenchmarkScale is the scale goal: the default synthetic workload for 24
 // hours at 10 s steps under the default policies (both baselines and
-// waterline), at 100, 300, 1000 and 3000 nodes. It reports the process's
+// waterline), at 100, 300, 1000 and 3000 nodes, with the policies run at
+// most GOMAXPROCS at a time (nodes=N, the default) and one at a time
+// (nodes=N,parallel=1: one cluster in memory). It reports the process's
 // CPU seconds per run (user + system, every goroutine) and its peak
-// resident memory; run one size per process (-bench
-// 'BenchmarkScale/nodes=1000$') for the peak to be that size's.
+// resident memory; run one case per process (-bench
+// 'BenchmarkScale/nodes=1000$') for the peak to be that case's.
 func BenchmarkScale(b *testing.B) {
 	for _, nodes := range []int{100, 300, 1000, 3000} {
-		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
-			w, err := workload.Synthetic(workload.SyntheticParams{Seed: 1, Nodes: nodes, Duration: 24 * time.Hour})
-			if err != nil {
-				b.Fatal(err)
+		for _, parallel := range []int{0, 1} {
+			name := fmt.Sprintf("nodes=%d", nodes)
+			if parallel > 0 {
+				name += fmt.Sprintf(",parallel=%d", parallel)
 			}
-			b.ReportAllocs()
-			cpu0 := cpuSeconds()
-			for b.Loop() {
-				if _, err := Run(b.Context(), Config{Seed: 1}, w); err != nil {
+			b.Run(name, func(b *testing.B) {
+				w, err := workload.Synthetic(workload.SyntheticParams{Seed: 1, Nodes: nodes, Duration: 24 * time.Hour})
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			cpu := (cpuSeconds() - cpu0) / float64(b.N)
-			b.ReportMetric(cpu, "cpu-s/run")
-			b.ReportMetric(cpu*1e6/float64(nodes), "cpu-µs/node-day")
-			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
-			b.ReportMetric(float64(maxRSS())/(1<<20), "peak-RSS-MiB")
-		})
+				b.ReportAllocs()
+				cpu0 := cpuSeconds()
+				for b.Loop() {
+					if _, err := Run(b.Context(), Config{Seed: 1, Parallel: parallel}, w); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cpu := (cpuSeconds() - cpu0) / float64(b.N)
+				b.ReportMetric(cpu, "cpu-s/run")
+				b.ReportMetric(cpu*1e6/float64(nodes), "cpu-µs/node-day")
+				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
+				b.ReportMetric(float64(maxRSS())/(1<<20), "peak-RSS-MiB")
+			})
+		}
 	}
 }
 

@@ -19,7 +19,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
@@ -29,7 +28,7 @@ import (
 )
 
 // Run simulates every policy of cfg (defaulted and validated here) on the
-// workload w, each policy in its own goroutine, at most GOMAXPROCS at a
+// workload w, each policy in its own goroutine, at most cfg.Parallel at a
 // time, and returns the results in cfg.Policies order. It stops, with an
 // error, when ctx ends.
 func Run(ctx context.Context, cfg Config, w *workload.Workload) (*Result, error) {
@@ -45,7 +44,7 @@ func Run(ctx context.Context, cfg Config, w *workload.Workload) (*Result, error)
 	}
 	logger := klog.FromContext(ctx)
 	// A policy's cluster is built when its turn comes and dropped as soon
-	// as its result is taken, so that at most GOMAXPROCS clusters are in
+	// as its result is taken, so that at most cfg.Parallel clusters are in
 	// memory at a time.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -54,7 +53,7 @@ func Run(ctx context.Context, cfg Config, w *workload.Workload) (*Result, error)
 	// when one fails, so a setup error is the one to report).
 	setupErrs := make([]error, len(cfg.Policies))
 	errs := make([]error, len(cfg.Policies))
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	sem := make(chan struct{}, cfg.Parallel)
 	var wg sync.WaitGroup
 	for i, p := range cfg.Policies {
 		wg.Add(1)

@@ -326,6 +326,22 @@ func TestDeterministic(t *testing.T) {
 	if diff := cmp.Diff(first, again); diff != "" {
 		t.Fatalf("two runs with the same seed differ (-first +again):\n%s", diff)
 	}
+	// One policy at a time (the memory-bound mode) and all three at once
+	// give the same results.
+	sequential, err := Run(t.Context(), Config{Seed: 1, Parallel: 1}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	concurrent, err := Run(t.Context(), Config{Seed: 1, Parallel: 3}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sequential, concurrent); diff != "" {
+		t.Fatalf("Parallel 1 and 3 differ (-1 +3):\n%s", diff)
+	}
+	if diff := cmp.Diff(first, sequential); diff != "" {
+		t.Fatalf("Parallel 1 differs from the default (-default +1):\n%s", diff)
+	}
 	// The seed only breaks ties between equally scored nodes, and a busy
 	// cluster has many.
 	if other := run(2); cmp.Equal(first.Policies, other.Policies) {
@@ -344,6 +360,7 @@ func TestConfigValidate(t *testing.T) {
 			Policies: []Policy{PolicyWaterline, "best", PolicyWaterline},
 			// 90 s is a valid step, but 10 s and the default 5 m predict
 			// interval are not multiples of it.
+			Parallel:      -1,
 			Step:          90 * time.Second,
 			QoSInterval:   10 * time.Second,
 			RetryInterval: -time.Second,
@@ -351,7 +368,7 @@ func TestConfigValidate(t *testing.T) {
 			ChartPoints:   1,
 		},
 		want: []string{
-			"config.policies[1]", "config.policies[2]", "config.qosInterval",
+			"config.parallel", "config.policies[1]", "config.policies[2]", "config.qosInterval",
 			"config.retryInterval", "config.predictInterval", "config.evictedWork", "config.chartPoints",
 		},
 	}, {

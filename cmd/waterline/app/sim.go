@@ -55,6 +55,8 @@ type simOptions struct {
 	calibration string
 	// preemption is sim.Config.Preemption.
 	preemption bool
+	// parallel is sim.Config.Parallel.
+	parallel int
 }
 
 func newSimCommand() *cobra.Command {
@@ -129,6 +131,7 @@ charts and the numbers as JSON.`,
 	f.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar")
 	f.BoolVar(&o.preemption, "preemption", o.preemption, "the scheduler preempts lower-priority pods for a pod that fits nowhere (DefaultPreemption for the baselines, BandPreemption for waterline); false is the chart's install-time scheduler.preemption: disabled")
+	f.IntVar(&o.parallel, "parallel", 0, "policies simulated at once, each with its own cluster in memory (0: GOMAXPROCS); 1 bounds memory to one cluster, results are the same")
 	f.StringVar(&o.calibration, "calibration", "", "calibration.json of make bench-colocation: fit the harm model's interference κ to it (default: κ of docs/design/simulator.md)")
 	return cmd
 }
@@ -162,6 +165,9 @@ func (o simOptions) validate() field.ErrorList {
 	var errs field.ErrorList
 	if o.nodes < 1 {
 		errs = append(errs, field.Invalid(field.NewPath("--nodes"), o.nodes, "must be at least 1"))
+	}
+	if o.parallel < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("--parallel"), o.parallel, "must be 0 (GOMAXPROCS) or more"))
 	}
 	if o.step < time.Second || o.step > 5*time.Minute || o.step%time.Second != 0 {
 		errs = append(errs, field.Invalid(field.NewPath("--step"), o.step.String(), "must be whole seconds in [1s, 5m]"))
@@ -226,7 +232,7 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 	}
 	logger.V(1).Info("Built workload", "workload", w.Name, "nodes", len(w.Nodes), "services", len(w.Services), "jobs", len(w.Jobs), "elapsed", time.Since(start))
 
-	cfg := sim.Config{Step: o.step, Seed: o.seed, Preemption: &o.preemption}
+	cfg := sim.Config{Step: o.step, Seed: o.seed, Preemption: &o.preemption, Parallel: o.parallel}
 	if o.calibration != "" {
 		cal, err := sim.LoadCalibration(o.calibration)
 		if err != nil {

@@ -48,6 +48,7 @@ func TestSimFlagValidation(t *testing.T) {
 		want []string // each must appear in the error
 	}{
 		{"nodes", []string{"--nodes=0"}, []string{"--nodes: Invalid value: 0"}},
+		{"parallel", []string{"--parallel=-1"}, []string{"--parallel: Invalid value: -1"}},
 		{"step not whole seconds", []string{"--step=1500ms"}, []string{"--step: Invalid value: \"1.5s\""}},
 		{"step not dividing the agents' intervals", []string{"--step=7s", "--duration=7m"}, []string{"--step: Invalid value: \"7s\": must divide 10s"}},
 		{"duration", []string{"--duration=25s"}, []string{"--duration: Invalid value: \"25s\""}},
