@@ -162,7 +162,7 @@ func dieWithTest(t testing.TB, env *envtest.Environment) {
 	dir := t.TempDir()
 	wrap := func(tool string) string {
 		w := filepath.Join(dir, tool)
-		script := fmt.Sprintf("#!/bin/sh\nexec %s --pdeathsig KILL -- %s \"$@\"\n", setpriv, filepath.Join(BinDir(), tool))
+		script := fmt.Sprintf("#!/bin/sh\nexec %s --pdeathsig KILL -- %s \"$@\"\n", shellQuote(setpriv), shellQuote(filepath.Join(BinDir(), tool)))
 		if err := os.WriteFile(w, []byte(script), 0o755); err != nil {
 			t.Fatalf("Writing the %s wrapper: %v", tool, err)
 		}
@@ -171,6 +171,9 @@ func dieWithTest(t testing.TB, env *envtest.Environment) {
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: wrap("etcd")}
 	env.ControlPlane.APIServer = &envtest.APIServer{Path: wrap("kube-apiserver")}
 }
+
+// shellQuote quotes s for sh: a checkout's path may hold spaces or quotes.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Kubectl runs bin/kubectl against the cluster and returns its combined
 // output; it fails the test when kubectl fails.
