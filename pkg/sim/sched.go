@@ -76,9 +76,10 @@ type scheduler struct {
 	nextStart int
 	feasible  []*node
 	// views are the nodes' fitViews side by side, views[i] that of the
-	// i-th node pick is given: pick checks NodeResourcesFit there without
-	// touching the node objects, most of which do not fit a pod on a busy
-	// cluster. Nil: read each node's own.
+	// i-th node pick is given (both callers pass every node, in the order
+	// the views were made: TestSchedulerViewsMatchNodes): pick checks
+	// NodeResourcesFit there without touching the node objects, most of
+	// which do not fit a pod on a busy cluster.
 	views []fitView
 }
 
@@ -187,20 +188,10 @@ func (s *scheduler) pick(p *pod, nodes []*node, now time.Time) *node {
 	want := numFeasibleNodesToFind(n)
 	s.feasible = s.feasible[:0]
 	processed := 0
-	views := s.views
-	if len(views) != n {
-		views = nil
-	}
 	for i := 0; i < n && len(s.feasible) < want; i++ {
 		j := (s.nextStart + i) % n
 		processed++
-		var ok bool
-		if views != nil {
-			ok = fitsView(p, &views[j], now) && s.fitsLoad(p, nodes[j], now)
-		} else {
-			ok = s.fits(p, nodes[j], now)
-		}
-		if ok {
+		if fitsView(p, &s.views[j], now) && s.fitsLoad(p, nodes[j], now) {
 			s.feasible = append(s.feasible, nodes[j])
 		}
 	}

@@ -174,8 +174,8 @@ type EvalResult struct {
 
 // Evaluate walks the node's trace forward Step by Step. At each time T it
 // first feeds every sample before T into the histograms (node and pods,
-// weight 1 each, or each peak window's maximum with cfg.PeakWindow; pods join when their first sample is before T and leave
-// after their last), then asks each model for the peak of [T, T+Horizon)
+// weight 1 each, or each peak window's maximum with cfg.PeakWindow; pods
+// join when their first sample is before T and leave after their last), then asks each model for the peak of [T, T+Horizon)
 // and scores it against the node's real maximum there. Only full windows
 // with at least one sample, after the warm-up, are scored.
 //
