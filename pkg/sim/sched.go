@@ -53,16 +53,18 @@ func numFeasibleNodesToFind(numAllNodes int) int {
 //   - filter: NodeResourcesFit (pods count and every requested resource,
 //     tier resources included, against allocatable minus what the node's
 //     pods request), and with LoadAware on, LoadAware's Filter;
-//   - score: NodeResourcesFit's LeastAllocated over cpu and memory
-//     (weights 1, 1, non-zero requests); with LoadAware on, the profile
-//     the chart deploys (charts/waterline/templates/scheduler.yaml: the
-//     default plugins plus LoadAware at scheduler.loadAwareWeight):
-//     laWeight × LoadAware's Score + LeastAllocated +
-//     NodeResourcesBalancedAllocation (cpu and memory, weights 1; skipped
-//     for a pod requesting neither, as its PreScore does). The other
-//     default scores (TaintToleration, NodeAffinity, PodTopologySpread,
-//     InterPodAffinity, ImageLocality) are the same on every simulated
-//     node: no taints, affinities, spread constraints or images;
+//   - score: kube-scheduler's default profile, NodeResourcesFit's
+//     LeastAllocated over cpu and memory (weights 1, 1, non-zero
+//     requests) + NodeResourcesBalancedAllocation (cpu and memory,
+//     weights 1, requests as they are; skipped for a pod requesting
+//     neither, as its PreScore does); with LoadAware on, the profile the
+//     chart deploys (charts/waterline/templates/scheduler.yaml: the
+//     default plugins plus LoadAware at scheduler.loadAwareWeight), which
+//     adds laWeight × LoadAware's Score. The other default scores
+//     (TaintToleration, NodeAffinity, PodTopologySpread, InterPodAffinity,
+//     ImageLocality) are the same on every simulated node: no taints,
+//     affinities, spread constraints or images. The integration tests
+//     hold both to a real scheduler (test/integration/sim_fidelity_test.go);
 //   - pick: the highest score, ties broken uniformly at random (as
 //     kube-scheduler's selectHost does, from a seeded generator here).
 //
@@ -122,13 +124,12 @@ func (s *scheduler) score(p *pod, n *node, now time.Time) int64 {
 	cpu := leastRequested(n.nonZeroCPU+p.nonZeroCPU, n.alloc[resCPU])
 	mem := leastRequested(n.nonZeroMemory+p.nonZeroMemory, n.alloc[resMemory])
 	total := (cpu + mem) / 2
-	if s.la == nil {
-		return total
-	}
-	n.refreshExcess(now)
-	total += s.laWeight * s.la.Score(&p.load, &n.load, now)
 	if p.req[resCPU] != 0 || p.req[resMemory] != 0 {
 		total += balancedAllocation(&p.req, &n.req, &n.alloc)
+	}
+	if s.la != nil {
+		n.refreshExcess(now)
+		total += s.laWeight * s.la.Score(&p.load, &n.load, now)
 	}
 	return total
 }

@@ -29,10 +29,12 @@ import (
 )
 
 // Scheduler is the simulation's scheduler on its own, fed from API
-// objects: what the waterline policy of a simulation does to place a pod,
-// so that it can be held against a real waterline-scheduler running a
-// profile with the same plugins (the chart's profile: the default plugins
-// with LoadAware at weight laWeight; see the scheduler type).
+// objects: what a policy of a simulation does to place a pod, so that it
+// can be held against a real scheduler running a profile with the same
+// plugins (NewScheduler: the waterline policies' profile, the chart's,
+// the default plugins with LoadAware at weight laWeight;
+// NewDefaultScheduler: the baselines', kube-scheduler's default profile;
+// see the scheduler type).
 // It is not safe for concurrent use.
 type Scheduler struct {
 	s      scheduler
@@ -66,8 +68,23 @@ func NewScheduler(spec nodeload.Spec, laWeight int64, nodes []*corev1.Node, seed
 	if laWeight < 1 || laWeight > 100 {
 		return nil, fmt.Errorf("LoadAware weight %d: must be in [1, 100]", laWeight)
 	}
+	return newScheduler(la, laWeight, nodes, seed, PolicyWaterline), nil
+}
+
+// NewDefaultScheduler returns a Scheduler over nodes that places pods as
+// the simulation's plain-Kubernetes policies (k8s-default,
+// k8s-besteffort) do: kube-scheduler's default profile, so that it can be
+// held against a real kube-scheduler running that profile. seed breaks
+// ties. It has no LoadAware, so SetNodeMetric refuses.
+func NewDefaultScheduler(nodes []*corev1.Node, seed int64) *Scheduler {
+	return newScheduler(nil, 0, nodes, seed, PolicyK8sDefault)
+}
+
+// newScheduler is a Scheduler over nodes with LoadAware config la (nil:
+// off) at weight laWeight, its tie-breaks drawn as policy's are.
+func newScheduler(la *nodeload.Config, laWeight int64, nodes []*corev1.Node, seed int64, policy Policy) *Scheduler {
 	s := &Scheduler{
-		s:      scheduler{la: la, laWeight: laWeight, rng: rand.New(rand.NewPCG(uint64(seed), policySeed(PolicyWaterline)))},
+		s:      scheduler{la: la, laWeight: laWeight, rng: rand.New(rand.NewPCG(uint64(seed), policySeed(policy)))},
 		la:     la,
 		byName: map[string]*node{},
 	}
@@ -84,18 +101,23 @@ func NewScheduler(spec nodeload.Spec, laWeight int64, nodes []*corev1.Node, seed
 		}
 		n.syncFit()
 		n.assigned = n.assignedSeq()
-		// A malformed annotation is ignored, as the plugin does.
-		n.load.Allocatable, _ = la.Allocatable(obj)
-		n.load.Thresholds, _ = la.NodeThresholds(obj)
+		if la != nil {
+			// A malformed annotation is ignored, as the plugin does.
+			n.load.Allocatable, _ = la.Allocatable(obj)
+			n.load.Thresholds, _ = la.NodeThresholds(obj)
+		}
 		s.nodes = append(s.nodes, n)
 		s.byName[obj.Name] = n
 	}
-	return s, nil
+	return s
 }
 
 // SetNodeMetric records a node's NodeMetric, as the plugin's informer
 // does; one for a node the Scheduler does not know is an error.
 func (s *Scheduler) SetNodeMetric(nm *v1alpha1.NodeMetric) error {
+	if s.la == nil {
+		return fmt.Errorf("NodeMetric %s: the default profile has no LoadAware to read it", nm.Name)
+	}
 	n, ok := s.byName[nm.Name]
 	if !ok {
 		return fmt.Errorf("NodeMetric %s: no such node", nm.Name)

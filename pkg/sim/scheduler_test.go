@@ -100,6 +100,60 @@ func TestDeployedScoreProfile(t *testing.T) {
 	}
 }
 
+// TestDefaultScoreProfile holds the baselines' simulated scheduler to
+// kube-scheduler's default profile, computed by hand: NodeResourcesFit's
+// LeastAllocated + NodeResourcesBalancedAllocation (not for a pod
+// requesting no cpu or memory) on a 4-core, 8 GiB node, and checks that it
+// takes no NodeMetric.
+func TestDefaultScoreProfile(t *testing.T) {
+	now := time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+			corev1.ResourcePods: resource.MustParse("110"),
+		}},
+	}
+	s := NewDefaultScheduler([]*corev1.Node{node}, 1)
+	if err := s.SetNodeMetric(&v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "a"}}); err == nil {
+		t.Error("SetNodeMetric on the default profile: no error, want one (it has no LoadAware)")
+	}
+	pod := func(name string, requests corev1.ResourceList) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: requests, Limits: requests,
+			}}}},
+		}
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want int64
+	}{{
+		// LeastAllocated: cpu 75, memory 50 → 62. Balanced: fractions 0.25
+		// and 0.5 (std 0.125: 87) against 0 and 0 (100):
+		// 50 + (50 + 87 − 100) / 2 = 68. 62 + 68 = 130.
+		name: "1 core and 4Gi",
+		pod:  pod("burstable", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")}),
+		want: 130,
+	}, {
+		// LeastAllocated counts kube-scheduler's 100m and 200Mi for a pod
+		// without requests: 97 and 97 → 97. Balanced skips it.
+		name: "BestEffort",
+		pod:  pod("besteffort", nil),
+		want: 97,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := s.Evaluate(tc.pod, now)
+			if diff := cmp.Diff([]NodeScore{{Node: "a", Fits: true, Score: tc.want}}, got); diff != "" {
+				t.Errorf("Evaluate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestSchedulerViewsMatchNodes checks that the scheduler's fitViews are the
 // nodes' own, in the nodes' order: pick reads views[i] for nodes[i].
 func TestSchedulerViewsMatchNodes(t *testing.T) {

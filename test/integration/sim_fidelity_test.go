@@ -96,11 +96,10 @@ func fidProfile(t *testing.T, c *testutil.Cluster) (string, int64) {
 	return "", 0
 }
 
-func TestSimSchedulerFidelity(t *testing.T) {
-	t.Parallel()
-	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
-	ctx := t.Context()
-
+// fidNodes creates the fake nodes the fidelity tests place pods on: eight
+// each of three shapes, the first two with Batch tier allocatable.
+func fidNodes(t *testing.T, c *testutil.Cluster) []*corev1.Node {
+	t.Helper()
 	shape := func(cpu, mem, batchCPU, batchMem string) testutil.NodeOptions {
 		rl := corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse(cpu),
@@ -116,7 +115,7 @@ func TestSimSchedulerFidelity(t *testing.T) {
 	c.CreateNodes(t, "fa", 8, shape("16", "64Gi", "6000", "24Gi"))
 	c.CreateNodes(t, "fb", 8, shape("32", "128Gi", "12000", "48Gi"))
 	c.CreateNodes(t, "fc", 8, shape("8", "32Gi", "", ""))
-	list, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: testutil.LabelFakeNode + "=true"})
+	list, err := c.Kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{LabelSelector: testutil.LabelFakeNode + "=true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +130,16 @@ func TestSimSchedulerFidelity(t *testing.T) {
 	if len(nodes) != 24 {
 		t.Fatalf("%d fake nodes, want 24", len(nodes))
 	}
+	return nodes
+}
+
+// TestSimSchedulerFidelity holds the waterline policies' simulated
+// scheduler to a real waterline-scheduler running the chart's profile.
+func TestSimSchedulerFidelity(t *testing.T) {
+	t.Parallel()
+	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
+	ctx := t.Context()
+	nodes := fidNodes(t, c)
 
 	// The NodeMetrics, as the agents would report them. The simulator
 	// judges them at simNow, a second after they were written; the real
@@ -196,12 +205,48 @@ func TestSimSchedulerFidelity(t *testing.T) {
 	}
 
 	c.StartScheduler(t, profile)
-	c.CreateNamespace(t, fidNamespace, nil)
+	fidCompare(t, c, simulated, simNow, fidPod)
+}
 
+// TestSimBaselineSchedulerFidelity holds the plain-Kubernetes policies'
+// simulated scheduler (k8s-default, k8s-besteffort) to a real
+// kube-scheduler running the default profile, with the pods those
+// policies make: Prod pods with requests, Batch pods with CPU requests
+// equal to their limits, and BestEffort pods.
+func TestSimBaselineSchedulerFidelity(t *testing.T) {
+	t.Parallel()
+	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
+	nodes := fidNodes(t, c)
+	simulated := sim.NewDefaultScheduler(nodes, 1)
+	// The default profile (waterline-scheduler registers LoadAware and
+	// BandPreemption but enables neither unless configured), without
+	// DefaultPreemption: a preemption would take a pod the simulated
+	// Scheduler keeps off its node (the simulation's preemption is held to
+	// the core by TestPreemptionAgreesWithCore).
+	c.StartScheduler(t, fmt.Sprintf(`profiles:
+- schedulerName: %s
+  plugins:
+    postFilter:
+      disabled:
+      - name: DefaultPreemption
+`, fidScheduler))
+	fidCompare(t, c, simulated, time.Now(), fidBaselinePod)
+}
+
+// fidCompare creates fidPods pods made by newPod one at a time, waits for
+// the real scheduler's verdict on each and holds it to the simulated
+// Scheduler's at simNow: a pod the real one binds must fit the node it
+// chose in the simulation and score there as high as on the simulation's
+// best node; a pod it refuses must fit no simulated node. The simulation
+// then counts the pod where it really went.
+func fidCompare(t *testing.T, c *testutil.Cluster, simulated *sim.Scheduler, simNow time.Time, newPod func(*rand.Rand, int) *corev1.Pod) {
+	t.Helper()
+	c.CreateNamespace(t, fidNamespace, nil)
+	ctx := t.Context()
 	rng := rand.New(rand.NewPCG(42, 7))
 	var exact, tied, unschedulable int
 	for i := range fidPods {
-		pod := fidPod(rng, i)
+		pod := newPod(rng, i)
 		created, err := c.Kube.CoreV1().Pods(fidNamespace).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("Creating pod %s: %v", pod.Name, err)
@@ -302,6 +347,40 @@ func fidPod(rng *rand.Rand, i int) *corev1.Pod {
 	mem := []string{"1Gi", "2Gi", "4Gi"}[rng.IntN(3)]
 	r.Requests = corev1.ResourceList{extension.ResourceBatchCPU: resource.MustParse(cpu), extension.ResourceBatchMemory: resource.MustParse(mem)}
 	r.Limits = r.Requests.DeepCopy()
+	return pod
+}
+
+// fidBaselinePod is pod i of the plain-Kubernetes sequence: a quarter
+// each of Prod pods asking for cpu and memory, Batch pods as k8s-default
+// makes them (requests equal to limits), Batch pods as k8s-besteffort
+// makes them (memory only: LeastAllocated counts the scheduler's non-zero
+// cpu default) and BestEffort pods (no requests: BalancedAllocation skips
+// them). One in five cpu sizes is 30 cores, which only an emptyish 32-core
+// node takes, so that the sequence meets refusals.
+func fidBaselinePod(rng *rand.Rand, i int) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fidNamespace, Name: fmt.Sprintf("p%02d", i)},
+		Spec: corev1.PodSpec{
+			SchedulerName: fidScheduler,
+			Containers:    []corev1.Container{{Name: "c", Image: "fake"}},
+		},
+	}
+	r := &pod.Spec.Containers[0].Resources
+	cpu := []string{"500m", "1", "2", "4", "30"}[rng.IntN(5)]
+	mem := []string{"1Gi", "2Gi", "4Gi", "16Gi"}[rng.IntN(4)]
+	switch rng.IntN(4) {
+	case 0:
+		r.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	case 1:
+		pod.Labels = map[string]string{extension.LabelBand: string(extension.BandBatch)}
+		r.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+		r.Limits = r.Requests.DeepCopy()
+	case 2:
+		pod.Labels = map[string]string{extension.LabelBand: string(extension.BandBatch)}
+		r.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(mem)}
+	default:
+		pod.Labels = map[string]string{extension.LabelBand: string(extension.BandBatch)}
+	}
 	return pod
 }
 
