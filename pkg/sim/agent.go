@@ -286,6 +286,7 @@ func (r *run) report(n *node) {
 		m.ProdPeak[nodeload.CPU], m.ProdPeak[nodeload.Memory] = n.peakCPU, n.peakMem
 		m.HasProdPeak = true
 	}
+	r.la.SetPredictedNodeUsage(m)
 	n.excessFresh = false
 
 	in := tiers.NodeInput{

@@ -135,7 +135,8 @@ type Config struct {
 	// Default 5m.
 	PredictInterval time.Duration
 	// LoadAware are the LoadAware args of the waterline policies (they
-	// must be valid LoadAware args). Default DefaultLoadAwareSpec().
+	// must be valid LoadAware args, without the percentile aggregation the
+	// simulated agents do not report). Default DefaultLoadAwareSpec().
 	LoadAware *nodeload.Spec
 	// LoadAwareWeight is LoadAware's score weight in the waterline
 	// policies' scheduler profile, against the default plugins' request
@@ -378,9 +379,19 @@ func (c *Config) Validate() field.ErrorList {
 	multiple("qosInterval", c.QoSInterval)
 	multiple("retryInterval", c.RetryInterval)
 	multiple("predictInterval", c.PredictInterval)
-	if c.LoadAware != nil {
-		if _, err := nodeload.NewConfig(*c.LoadAware); err != nil {
+	if la := c.LoadAware; la != nil {
+		if _, err := nodeload.NewConfig(*la); err != nil {
 			errs = append(errs, field.Invalid(root.Child("loadAware"), "", err.Error()))
+		}
+		// The simulated agents report averages only: LoadAware would judge
+		// and score by them where these ask for a percentile, and say
+		// nothing.
+		const noAggregates = "the simulator's agents report no percentile aggregates of node usage"
+		if la.UsageAggregation.Enabled() || len(la.AggregatedUsageThresholds) > 0 {
+			errs = append(errs, field.Forbidden(root.Child("loadAware", "aggregatedUsageThresholds"), noAggregates))
+		}
+		if la.ScoreAggregation.Enabled() {
+			errs = append(errs, field.Forbidden(root.Child("loadAware", "scoreAggregation"), noAggregates))
 		}
 	}
 	if c.LoadAwareWeight < 1 || c.LoadAwareWeight > 100 {

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
@@ -389,6 +390,16 @@ func TestConfigValidate(t *testing.T) {
 			"config.disruptionBudgets[3].class",
 		},
 	}, {
+		name: "LoadAware by percentile aggregates, which the simulation does not report",
+		cfg: Config{LoadAware: func() *nodeload.Spec {
+			spec := DefaultLoadAwareSpec()
+			spec.AggregatedUsageThresholds = map[corev1.ResourceName]int64{corev1.ResourceCPU: 70}
+			spec.UsageAggregation = nodeload.Aggregation{Type: v1alpha1.AggregationP95}
+			spec.ScoreAggregation = nodeload.Aggregation{Type: v1alpha1.AggregationP95}
+			return &spec
+		}()},
+		want: []string{"config.loadAware.aggregatedUsageThresholds", "config.loadAware.scoreAggregation"},
+	}, {
 		name: "defaults",
 		cfg:  Config{},
 	}}
@@ -403,5 +414,28 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("fields with errors (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReportSetsPredictedNodeUsage checks that the NodeMetric LoadAware
+// reads in the simulation carries the predicted node usage, as a real one
+// does (nodeload.NewMetric): the scheduler judges and scores by it when
+// nodeUsageIncludePrediction or scoreAccordingPrediction is set.
+func TestReportSetsPredictedNodeUsage(t *testing.T) {
+	r := newTestRun(t, tiny(1, 120, 1), PolicyWaterline)
+	stepTo(t, r, 6) // past the first report
+	m := r.nodes[0].load.Metric
+	if m == nil || !m.HasProdPeak {
+		t.Fatalf("node-a's metric %+v: no Prod peak after the first report", m)
+	}
+	for _, res := range []int{nodeload.CPU, nodeload.Memory} {
+		want := m.NodeUsage[res] + max(0, m.ProdPeak[res]-m.ProdUsage[res])
+		if got := m.PredictedNodeUsage[res]; got != want || got < m.NodeUsage[res] {
+			t.Errorf("resource %d: predicted node usage %d, want node usage %d + (Prod peak %d − Prod usage %d)⁺ = %d",
+				res, got, m.NodeUsage[res], m.ProdPeak[res], m.ProdUsage[res], want)
+		}
+	}
+	if m.ProdPeak[nodeload.CPU] <= m.ProdUsage[nodeload.CPU] {
+		t.Errorf("Prod peak %dm not above Prod usage %dm: the check above shows nothing", m.ProdPeak[nodeload.CPU], m.ProdUsage[nodeload.CPU])
 	}
 }

@@ -114,16 +114,28 @@ func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 			m.ProdUsage = m.ProdUsage.Add(usage)
 		}
 	}
-	m.PredictedNodeUsage = m.NodeUsage
 	if len(st.ProdPeak) > 0 {
 		m.ProdPeak = c.Resources.Vector(st.ProdPeak)
 		m.HasProdPeak = true
-		for i := range c.Resources.Len() {
-			m.PredictedNodeUsage[i] = addSat(m.NodeUsage[i], max(0, m.ProdPeak[i]-m.ProdUsage[i]))
-		}
 	}
+	c.SetPredictedNodeUsage(m)
 	m.ForbidScheduling = meta.IsStatusConditionPresentAndEqual(st.Conditions, v1alpha1.ConditionForbidScheduling, metav1.ConditionTrue)
 	return m
+}
+
+// SetPredictedNodeUsage sets m.PredictedNodeUsage from its node usage,
+// Prod usage and Prod peak: node usage with its Prod part raised to the
+// peak where the peak is higher, or node usage alone without a peak. A
+// caller that fills a Metric in place (the simulator) calls it after
+// setting those three.
+func (c *Config) SetPredictedNodeUsage(m *Metric) {
+	m.PredictedNodeUsage = m.NodeUsage
+	if !m.HasProdPeak {
+		return
+	}
+	for i := range c.Resources.Len() {
+		m.PredictedNodeUsage[i] = addSat(m.NodeUsage[i], max(0, m.ProdPeak[i]-m.ProdUsage[i]))
+	}
 }
 
 // SetUpdateTime sets when the agent reported m, as NewMetric reads a
