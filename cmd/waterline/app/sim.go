@@ -18,6 +18,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -120,8 +121,8 @@ charts and the numbers as JSON.`,
 	cmd.AddCommand(newSimSweepCommand())
 	f := cmd.Flags()
 	f.StringVar(&o.workload, "workload", o.workload, "synthetic, alibaba, openb, bitbrains, or a path to a trace or a JSON file of synthetic parameters")
-	f.IntVar(&o.nodes, "nodes", o.nodes, "number of nodes (≥ 1)")
-	f.DurationVar(&o.duration, "duration", o.duration, "simulated time, a multiple of --step")
+	f.IntVar(&o.nodes, "nodes", o.nodes, fmt.Sprintf("number of nodes, 1 to %d", workload.MaxNodes))
+	f.DurationVar(&o.duration, "duration", o.duration, "simulated time, a multiple of --step, at most 90 days")
 	f.DurationVar(&o.step, "step", o.step, "simulated time between two steps: whole seconds in [1s, 5m] dividing 10s, 60s and 5m")
 	f.Int64Var(&o.seed, "seed", o.seed, "seed of the workload and of the scheduler's tie-breaking")
 	f.StringSliceVar(&o.policies, "policies", o.policies, "policies to compare: "+strings.Join(policyNames(), ", "))
@@ -163,8 +164,8 @@ func commandLine(cmd *cobra.Command) string {
 // validate returns every bad flag, named.
 func (o simOptions) validate() field.ErrorList {
 	var errs field.ErrorList
-	if o.nodes < 1 {
-		errs = append(errs, field.Invalid(field.NewPath("--nodes"), o.nodes, "must be at least 1"))
+	if o.nodes < 1 || o.nodes > workload.MaxNodes {
+		errs = append(errs, field.Invalid(field.NewPath("--nodes"), o.nodes, fmt.Sprintf("must be in [1, %d]", workload.MaxNodes)))
 	}
 	if o.parallel < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("--parallel"), o.parallel, "must be 0 (GOMAXPROCS) or more"))
@@ -183,6 +184,8 @@ func (o simOptions) validate() field.ErrorList {
 	}
 	if o.duration <= 0 || o.step > 0 && o.duration%o.step != 0 {
 		errs = append(errs, field.Invalid(field.NewPath("--duration"), o.duration.String(), "must be a positive multiple of --step"))
+	} else if o.duration > workload.MaxDuration {
+		errs = append(errs, field.Invalid(field.NewPath("--duration"), o.duration.String(), fmt.Sprintf("must be at most %s (90 days)", workload.MaxDuration)))
 	}
 	if len(o.policies) == 0 {
 		errs = append(errs, field.Required(field.NewPath("--policies"), "at least one policy"))
@@ -217,6 +220,12 @@ func (o simOptions) validate() field.ErrorList {
 func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command string) error {
 	if errs := o.validate(); len(errs) > 0 {
 		return fmt.Errorf("invalid flags: %w", errs.ToAggregate())
+	}
+	if o.out != "" {
+		// Refuse an unwritable --out before the simulation, not after it.
+		if err := checkWritableDir(o.out); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
 	}
 	logger := klog.FromContext(ctx)
 	wd, err := os.Getwd()
@@ -279,6 +288,20 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 		fmt.Fprintf(stderr, "Report: %s (numbers in %s)\n", path, strings.TrimSuffix(path, report.IndexFile)+report.ResultFile)
 	}
 	return nil
+}
+
+// checkWritableDir creates dir if it is missing and checks that a file can
+// be written in it.
+func checkWritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".waterline-sim-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	return errors.Join(f.Close(), os.Remove(name))
 }
 
 // isTerminal reports whether w is a terminal. A character device is not

@@ -107,11 +107,11 @@ func (o sweepOptions) validate() field.ErrorList {
 	if len(o.thresholds) == 0 {
 		errs = append(errs, field.Required(field.NewPath("--thresholds"), "at least one threshold"))
 	}
-	if o.nodes < 4 {
-		errs = append(errs, field.Invalid(field.NewPath("--nodes"), o.nodes, "must be at least 4 (two halves of two)"))
+	if o.nodes < 4 || o.nodes > workload.MaxNodes {
+		errs = append(errs, field.Invalid(field.NewPath("--nodes"), o.nodes, fmt.Sprintf("must be in [4, %d] (two halves of at least two)", workload.MaxNodes)))
 	}
-	if o.duration <= 0 {
-		errs = append(errs, field.Invalid(field.NewPath("--duration"), o.duration.String(), "must be positive"))
+	if o.duration <= 0 || o.duration > workload.MaxDuration {
+		errs = append(errs, field.Invalid(field.NewPath("--duration"), o.duration.String(), fmt.Sprintf("must be positive and at most %s (90 days)", workload.MaxDuration)))
 	}
 	for i, l := range o.throttles {
 		// Restore sits 10 below, evict 10 above (at most 100, and above
@@ -156,6 +156,23 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, o sweepOptions) err
 	if errs := o.validate(); len(errs) > 0 {
 		return fmt.Errorf("invalid flags: %w", errs.ToAggregate())
 	}
+	// --json-out is created before the sweep runs, so that a path it
+	// cannot be written to stops the command before minutes of work, and
+	// removed again if the sweep fails.
+	var jsonOut *os.File
+	if o.jsonOut != "" {
+		f, err := os.Create(o.jsonOut)
+		if err != nil {
+			return fmt.Errorf("--json-out: %w", err)
+		}
+		jsonOut = f
+		defer func() {
+			if jsonOut != nil {
+				_ = jsonOut.Close()
+				_ = os.Remove(o.jsonOut)
+			}
+		}()
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return fmt.Errorf("finding the working directory: %w", err)
@@ -181,18 +198,15 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, o sweepOptions) err
 	if err != nil {
 		return err
 	}
-	if o.jsonOut != "" {
-		f, err := os.Create(o.jsonOut)
-		if err != nil {
-			return fmt.Errorf("writing --json-out: %w", err)
-		}
-		err = sweep.WriteJSON(f, res)
-		if cerr := f.Close(); err == nil {
+	if jsonOut != nil {
+		err := sweep.WriteJSON(jsonOut, res)
+		if cerr := jsonOut.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return fmt.Errorf("writing --json-out %s: %w", o.jsonOut, err)
 		}
+		jsonOut = nil // written: kept
 	}
 	if o.output == "json" {
 		return sweep.WriteJSON(stdout, res)

@@ -32,6 +32,9 @@ func TestSimSweepFlagValidation(t *testing.T) {
 	}{
 		{"output", []string{"-o=table"}, []string{`--output: Unsupported value: "table"`}},
 		{"nodes", []string{"--nodes=3"}, []string{"--nodes: Invalid value: 3"}},
+		{"too many nodes", []string{"--nodes=100000000"}, []string{"--nodes: Invalid value: 100000000: must be in [4, 20000]"}},
+		{"too long", []string{"--duration=2161h"}, []string{`--duration: Invalid value: "2161h0m0s"`}},
+		{"json-out not writable", []string{"--json-out=/no/such/dir/sweep.json"}, []string{"--json-out: open /no/such/dir/sweep.json"}},
 		{"throttle line", []string{"--throttle-lines=70,100"}, []string{"--throttle-lines[1]: Invalid value: 100"}},
 		{"threshold", []string{"--thresholds=0"}, []string{"--thresholds[0]: Invalid value: 0"}},
 		{"budget", []string{"--budget-fraction=2"}, []string{"--budget-fraction: Invalid value: 2"}},

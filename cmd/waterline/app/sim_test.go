@@ -48,6 +48,10 @@ func TestSimFlagValidation(t *testing.T) {
 		want []string // each must appear in the error
 	}{
 		{"nodes", []string{"--nodes=0"}, []string{"--nodes: Invalid value: 0"}},
+		// A few zeros too many must not fill the machine's memory while
+		// the workload is built.
+		{"too many nodes", []string{"--nodes=100000000"}, []string{"--nodes: Invalid value: 100000000: must be in [1, 20000]"}},
+		{"too long", []string{"--duration=2161h"}, []string{`--duration: Invalid value: "2161h0m0s": must be at most 2160h0m0s`}},
 		{"parallel", []string{"--parallel=-1"}, []string{"--parallel: Invalid value: -1"}},
 		{"step not whole seconds", []string{"--step=1500ms"}, []string{"--step: Invalid value: \"1.5s\""}},
 		{"step not dividing the agents' intervals", []string{"--step=7s", "--duration=7m"}, []string{"--step: Invalid value: \"7s\": must divide 10s"}},
@@ -72,6 +76,22 @@ func TestSimFlagValidation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimRefusesUnwritableOut checks that an --out the report cannot be
+// written to stops the command before it simulates, not after.
+func TestSimRefusesUnwritableOut(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runSimCmd(t, "--out="+filepath.Join(file, "report"), "--no-progress")
+	if err == nil || !strings.Contains(err.Error(), "--out: ") {
+		t.Fatalf("error %v, want one naming --out", err)
+	}
+	if stdout != "" {
+		t.Errorf("it simulated before refusing --out; printed:\n%s", stdout)
 	}
 }
 

@@ -230,6 +230,18 @@ func (p SyntheticParams) Defaults() SyntheticParams {
 	return p
 }
 
+// MaxNodes and MaxDuration bound a workload's size. A simulated node with
+// its share of the jobs takes about 0.1-0.3 MB per policy for a day and
+// the jobs grow with the duration, so that a value mistyped by a few
+// zeros is refused at once instead of filling the machine's memory while
+// the workload is built. 20,000 nodes is four times the node count
+// Kubernetes is tested to (5,000 per cluster); 90 days is three times the
+// longest shipped trace (Bitbrains, 30 days).
+const (
+	MaxNodes    = 20000
+	MaxDuration = 90 * 24 * time.Hour
+)
+
 // Validate returns every field of p (defaulted) that is out of range.
 func (p SyntheticParams) Validate() field.ErrorList {
 	var errs field.ErrorList
@@ -248,10 +260,13 @@ func (p SyntheticParams) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(root.Child(name), d.String(), "must be positive"))
 		}
 	}
-	if p.Nodes < 1 {
-		errs = append(errs, field.Invalid(root.Child("nodes"), p.Nodes, "must be at least 1"))
+	if p.Nodes < 1 || p.Nodes > MaxNodes {
+		errs = append(errs, field.Invalid(root.Child("nodes"), p.Nodes, fmt.Sprintf("must be in [1, %d]", MaxNodes)))
 	}
 	positiveD("duration", p.Duration)
+	if p.Duration > MaxDuration {
+		errs = append(errs, field.Invalid(root.Child("duration"), p.Duration.String(), fmt.Sprintf("must be at most %s (90 days)", MaxDuration)))
+	}
 	for i, s := range p.NodeShapes {
 		if s.CPUMilli <= 0 || s.MemoryBytes <= 0 || s.Weight <= 0 {
 			errs = append(errs, field.Invalid(root.Child("nodeShapes").Index(i), s, "cpuMilli, memoryBytes and weight must be positive"))

@@ -116,6 +116,18 @@ func TestSyntheticValidate(t *testing.T) {
 	if _, err := Synthetic(SyntheticParams{Nodes: -1}); err == nil || !strings.Contains(err.Error(), "synthetic.nodes: Invalid value: -1") {
 		t.Errorf("Synthetic with 0 nodes: %v", err)
 	}
+	// The largest sizes are refused before anything is built.
+	big := SyntheticParams{Nodes: MaxNodes + 1, Duration: MaxDuration + time.Hour}.Defaults()
+	got = nil
+	for _, e := range big.Validate() {
+		got = append(got, e.Field)
+	}
+	if diff := cmp.Diff([]string{"synthetic.nodes", "synthetic.duration"}, got); diff != "" {
+		t.Errorf("fields with errors at MaxNodes+1 and MaxDuration+1h (-want +got):\n%s", diff)
+	}
+	if errs := (SyntheticParams{Nodes: MaxNodes, Duration: MaxDuration}.Defaults().Validate()); len(errs) > 0 {
+		t.Errorf("MaxNodes and MaxDuration themselves refused: %v", errs)
+	}
 }
 
 func TestServiceDemand(t *testing.T) {
