@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
@@ -72,6 +73,14 @@ func (s *system) testHelmUpgradeAndUninstall(t *testing.T) {
 	}, "waiting for the agent to throttle a Batch pod before the uninstall")
 	t.Logf("Throttled before helm uninstall: %v", got)
 
+	// The manager published tier resources on the node; pods of earlier
+	// steps that request them go, so that the post-delete hook must take
+	// them all off.
+	if published := s.tierResources(t); len(published) == 0 {
+		t.Fatal("the node shows no tier resources before the uninstall: the check after it would show nothing")
+	}
+	s.deleteTierPods(t)
+
 	begin = time.Now()
 	out := s.c.Helm(t, "uninstall", release, "-n", agentNamespace, "--wait", "--timeout", "3m")
 	t.Logf("helm uninstall: %s", strings.TrimSpace(out))
@@ -95,4 +104,75 @@ func (s *system) testHelmUpgradeAndUninstall(t *testing.T) {
 	if _, err := s.c.Kube.AppsV1().DaemonSets(agentNamespace).Get(t.Context(), agentName, metav1.GetOptions{}); !isNotFound(err) {
 		t.Errorf("the agent DaemonSet after helm uninstall: %v, want not found", err)
 	}
+	// helm uninstall returns after its post-delete hook; kubelet, which
+	// keeps extended resources others put in capacity, has reported since.
+	time.Sleep(15 * time.Second)
+	if left := s.tierResources(t); len(left) > 0 {
+		t.Errorf("after helm uninstall the node still shows tier resources %v", left)
+	}
+}
+
+// tierResources returns the waterline.dev tier resources in the node's
+// capacity or allocatable.
+func (s *system) tierResources(t *testing.T) []string {
+	t.Helper()
+	n, err := s.c.Kube.CoreV1().Nodes().Get(t.Context(), s.node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, rl := range []corev1.ResourceList{n.Status.Capacity, n.Status.Allocatable} {
+		for name := range rl {
+			if strings.HasPrefix(string(name), extension.Domain+"/") && !slices.Contains(out, string(name)) {
+				out = append(out, string(name))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deleteTierPods deletes the node's pods that request a tier resource and
+// waits until they are gone.
+func (s *system) deleteTierPods(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	requestsTier := func(p *corev1.Pod) bool {
+		for _, c := range p.Spec.Containers {
+			for name := range c.Resources.Requests {
+				if strings.HasPrefix(string(name), extension.Domain+"/") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	pods, err := s.c.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + s.node.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !requestsTier(p) {
+			continue
+		}
+		if err := s.c.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !isNotFound(err) {
+			t.Fatal(err)
+		}
+		deleted = append(deleted, p.Namespace+"/"+p.Name)
+	}
+	testutil.Eventually(t, 2*time.Minute, time.Second, func() (bool, error) {
+		for _, name := range deleted {
+			ns, n, _ := strings.Cut(name, "/")
+			switch _, err := s.c.Kube.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{}); {
+			case err == nil:
+				return false, fmt.Errorf("pod %s still there", name)
+			case !isNotFound(err):
+				return false, err
+			}
+		}
+		return true, nil
+	}, "waiting for the pods requesting tier resources to go")
+	t.Logf("Deleted the pods requesting tier resources before helm uninstall: %v", deleted)
 }

@@ -51,10 +51,11 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		"--set", "manager.ports.webhook=" + strconv.Itoa(webhookPort),
 		"--set", "manager.ports.metrics=" + strconv.Itoa(metricsPort),
 		"--set", "manager.ports.health=" + strconv.Itoa(healthPort),
-		// No kube-controller-manager or node here, so the pre-delete hook
-		// Job could never run and uninstall would wait on it; test/e2e's
-		// real node runs the hook (HelmUpgradeAndUninstall).
+		// No kube-controller-manager or node here, so the hook Jobs could
+		// never run and uninstall would wait on them; test/e2e's real node
+		// runs both (HelmUpgradeAndUninstall).
 		"--set", "agent.uninstallHook.enabled=false",
+		"--set", "manager.uninstallHook.enabled=false",
 		"--set-json", `colocationPolicy.spec.profiles=[{"name":"batch-namespaces","namespaceSelector":{"matchLabels":{"waterline.dev/colocation":"batch"}},"band":"batch","priorityClassName":"waterline-batch","schedulerName":"waterline-scheduler"}]`,
 	}
 	c.Helm(t, install...)

@@ -36,5 +36,6 @@ system that runs online services and batch work on the same nodes.`,
 	cmd.AddCommand(newAuditCommand())
 	cmd.AddCommand(newSimCommand())
 	cmd.AddCommand(newUninstallAgentsCommand())
+	cmd.AddCommand(newRemoveTierResourcesCommand())
 	return cmd
 }

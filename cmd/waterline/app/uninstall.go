@@ -57,22 +57,9 @@ It needs get and delete on the DaemonSet and list on pods in its namespace.`,
 			if timeout <= 0 {
 				return fmt.Errorf("--timeout %v: want a positive duration", timeout)
 			}
-			var config *rest.Config
-			var err error
-			if kubeconfig == "" {
-				config, err = rest.InClusterConfig()
-			}
-			if kubeconfig != "" || err != nil {
-				rules := clientcmd.NewDefaultClientConfigLoadingRules()
-				rules.ExplicitPath = kubeconfig
-				config, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-			}
+			client, err := clientFor(kubeconfig)
 			if err != nil {
-				return fmt.Errorf("loading kubeconfig: %w", err)
-			}
-			client, err := kubernetes.NewForConfig(config)
-			if err != nil {
-				return fmt.Errorf("creating a client: %w", err)
+				return err
 			}
 			return uninstallAgents(cmd.Context(), client, cmd.OutOrStdout(), namespace, daemonSet, timeout)
 		},
@@ -82,6 +69,29 @@ It needs get and delete on the DaemonSet and list on pods in its namespace.`,
 	cmd.Flags().StringVar(&daemonSet, "daemonset", "waterline-agent", "name of the agent DaemonSet")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the agents to stop")
 	return cmd
+}
+
+// clientFor returns a client from kubeconfig, or, when it is empty, the
+// pod's in-cluster config, then $KUBECONFIG or ~/.kube/config.
+func clientFor(kubeconfig string) (kubernetes.Interface, error) {
+	var config *rest.Config
+	var err error
+	if kubeconfig == "" {
+		config, err = rest.InClusterConfig()
+	}
+	if kubeconfig != "" || err != nil {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = kubeconfig
+		config, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	return client, nil
 }
 
 func uninstallAgents(ctx context.Context, client kubernetes.Interface, out io.Writer, ns, name string, timeout time.Duration) error {
