@@ -512,6 +512,7 @@ manager:
   leaderElection: {enabled: false}
   ports: {webhook: $WEBHOOK_PORT, metrics: $MANAGER_METRICS_PORT, health: $MANAGER_PROBE_PORT}
   nodeSelector: {waterline.dev/real-node: "true"}
+  uninstallHook: {nodeSelector: {waterline.dev/real-node: "true"}}
 scheduler: {enabled: false}
 agent:
   enabled: $2
