@@ -30,8 +30,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/pager"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/waterline-dev/waterline/apis/extension"
@@ -113,23 +115,26 @@ func removeTierResources(ctx context.Context, client kubernetes.Interface, out i
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
-	// Pods that have not finished, by node, that request a tier resource.
-	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+	// Pods that have not finished, by node, that request a tier resource,
+	// listed a page at a time: a cluster may have a hundred thousand.
+	holders := map[string][]string{}
+	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+	}
+	err = pager.New(list).EachListItem(ctx, metav1.ListOptions{
 		FieldSelector: fields.AndSelectors(
 			fields.OneTermNotEqualSelector("spec.nodeName", ""),
 			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 		).String(),
+	}, func(obj runtime.Object) error {
+		if p := obj.(*corev1.Pod); requestsTierResource(p) {
+			holders[p.Spec.NodeName] = append(holders[p.Spec.NodeName], p.Namespace+"/"+p.Name)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
-	}
-	holders := map[string][]string{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if requestsTierResource(p) {
-			holders[p.Spec.NodeName] = append(holders[p.Spec.NodeName], p.Namespace+"/"+p.Name)
-		}
 	}
 
 	var removed, kept int
