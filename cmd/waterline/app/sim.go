@@ -83,8 +83,9 @@ happened to batch work. It calls the same decision code as the scheduler,
 the agent and the manager.
 
 Policies (default: k8s-default, k8s-besteffort, waterline):
-  k8s-default  requests only: NodeResourcesFit's fit and least-allocated
-               score; batch jobs ask for cpu and memory like everyone.
+  k8s-default  requests only: kube-scheduler's default profile (fit by
+               requests, least-allocated and balanced-allocation scores);
+               batch jobs ask for cpu and memory like everyone.
   k8s-besteffort
                the same, with batch jobs asking for no CPU (memory only):
                they fill every idle core at cpu.shares 2. The stronger
