@@ -226,11 +226,14 @@ type node struct {
 	prodReqCPU, prodReqMemory int64
 	// pods are the node's pods; hot[i] is pods[i]'s step state and
 	// snaps[i] its sums at the last reports (for the NodeMetric's
-	// averages), kept side by side for the same reason.
+	// averages), kept side by side for the same reason. snaps is kept
+	// only when the node's agent reports (ownReports).
 	pods  []*pod
 	hot   []podHot
 	snaps []avgSnaps
-	// seen[i] is what LoadAware knows of pods[i] on the node.
+	// seen[i] is what LoadAware knows of pods[i] on the node, kept only
+	// with LoadAware on: the plain policies' clusters would spend most of
+	// their per-pod memory on it.
 	seen []seenPod
 	// groupReq[g] is Σ the requests of the node's job pods of victim
 	// group g, so that preemption rules a node out without walking its
@@ -357,8 +360,9 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	p.node, p.nodeIdx = n, len(n.pods)
 	n.pods = append(n.pods, p)
 	n.hot = append(n.hot, p.h)
-	n.snaps = append(n.snaps, avgSnaps{})
-	n.seen = append(n.seen, seenPod{})
+	if n.ownReports {
+		n.snaps = append(n.snaps, avgSnaps{})
+	}
 	n.req.add(&p.req)
 	n.syncFit()
 	if p.job >= 0 {
@@ -382,7 +386,9 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	if la != nil {
 		// The scheduler counts the pod at once (Reserve); its estimate
 		// stands in for its load until a NodeMetric reports it.
-		n.seen[p.nodeIdx].assigned, _ = la.NewAssignedPod(p.obj, now)
+		var s seenPod
+		s.assigned, _ = la.NewAssignedPod(p.obj, now)
+		n.seen = append(n.seen, s)
 		n.excessFresh = false
 	}
 	p.candIdx = -1
@@ -403,9 +409,15 @@ func (n *node) remove(p *pod) {
 	moved := n.pods[last]
 	n.pods[p.nodeIdx] = moved
 	n.hot[p.nodeIdx] = n.hot[last]
-	n.snaps[p.nodeIdx] = n.snaps[last]
-	n.seen[p.nodeIdx] = n.seen[last]
-	n.seen[last] = seenPod{}
+	if n.ownReports {
+		n.snaps[p.nodeIdx] = n.snaps[last]
+		n.snaps = n.snaps[:last]
+	}
+	if len(n.seen) > 0 { // LoadAware is on (place)
+		n.seen[p.nodeIdx] = n.seen[last]
+		n.seen[last] = seenPod{}
+		n.seen = n.seen[:last]
+	}
 	moved.nodeIdx = p.nodeIdx
 	if moved.candIdx >= 0 && moved != p {
 		n.candHot[moved.candIdx] = int32(moved.nodeIdx)
@@ -414,8 +426,6 @@ func (n *node) remove(p *pod) {
 	n.hot[last] = podHot{}
 	n.pods = n.pods[:last]
 	n.hot = n.hot[:last]
-	n.snaps = n.snaps[:last]
-	n.seen = n.seen[:last]
 	n.req.sub(&p.req)
 	n.syncFit()
 	if p.job >= 0 {
