@@ -196,7 +196,7 @@ func (r *run) widen(n *node, plan *qos.Plan) *widening {
 // candPod returns the pod of candidate i, checking it is the one the plan
 // names.
 func (r *run) candPod(n *node, i int, uid types.UID) *pod {
-	if i < len(n.candPods) && n.candPods[i].uid == uid {
+	if i < len(n.candPods) && n.candPods[i].obj.UID == uid {
 		return n.candPods[i]
 	}
 	// The plan left pods out (plannable).
@@ -205,7 +205,7 @@ func (r *run) candPod(n *node, i int, uid types.UID) *pod {
 
 func (r *run) podByUID(n *node, uid types.UID) *pod {
 	for _, p := range n.candPods {
-		if p.uid == uid {
+		if p.obj.UID == uid {
 			return p
 		}
 	}

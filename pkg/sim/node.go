@@ -22,7 +22,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/waterline-dev/waterline/apis/extension"
@@ -148,41 +147,23 @@ type podHot struct {
 type pod struct {
 	// h is the pod's podHot while it is not on a node; on a node it lives
 	// in node.hot (see st).
-	h         podHot
-	candidate bool
+	h podHot
+	// podShape is what the pod was admitted as, shared with the other
+	// pods of its job template.
+	*podShape
 
 	// obj is the pod's object; nil for a job pod that has not been bound
 	// yet, which has tmpl, name and created instead (run.materialize).
-	obj     *corev1.Pod
-	tmpl    *jobTemplate
-	name    string
-	created time.Time
-	key     string // namespace/name, as NodeMetrics list pods
-	uid     types.UID
-	band    extension.Band
-	// priority is spec.priority (0 when unset); seq orders pods by
-	// creation.
-	priority int32
-	seq      int64
-	// bestEffort: the pod requests neither cpu nor memory, so kubelet
-	// makes it BestEffort (oom_score_adj 1000: the kernel kills it first).
-	bestEffort bool
+	obj  *corev1.Pod
+	tmpl *jobTemplate
+	name string
+	// created is when the pod was created, from the workload's start.
+	created time.Duration
+	// seq orders pods by creation.
+	seq int64
 	// job is the index of the job a Mid or Batch pod runs (-1 for
 	// services).
 	job int
-
-	// req is what NodeResourcesFit counts; nonZeroCPU and nonZeroMemory
-	// what its score counts.
-	req                       resVec
-	nonZeroCPU, nonZeroMemory int64
-	// load is LoadAware's estimate of the pod while it is pending (its
-	// view once the pod is on a node is in node.seen).
-	load nodeload.PodLoad
-	// candidate (above) says node QoS may act on the pod
-	// (extension.QoSProtection and its band). stand is a pod the QoS
-	// core's checks cannot tell from obj, shared by many pods (see
-	// run.standIn).
-	stand *corev1.Pod
 
 	// Where the pod is: node and its index in node.pods (and, for a
 	// candidate, in node.cands).
@@ -190,11 +171,6 @@ type pod struct {
 	nodeIdx int
 	candIdx int
 
-	// sig identifies what the filters see of the pod.
-	sig int
-	// vgroup is the pod's victim group for preemption (its priority and
-	// class; preemptor.groupOf).
-	vgroup int32
 	// pdbRetry is the step until which node QoS leaves the pod out of its
 	// plans, after the Eviction API refused to evict it for a
 	// PodDisruptionBudget.
@@ -203,6 +179,37 @@ type pod struct {
 	// cpuHist and memHist are the pod's usage histograms in its node's
 	// trackers (Prod pods of colocated policies; nil otherwise).
 	cpuHist, memHist *predict.Histogram
+}
+
+// podShape is what the simulation derives from a pod's object at
+// admission, which depends only on what the pod asks for: every pod of a
+// job template points at its template's (run.jobPod), so that the tens of
+// thousands of pods waiting on a busy cluster carry a pointer each
+// instead of these 200 bytes.
+type podShape struct {
+	// req is what NodeResourcesFit counts; nonZeroCPU and nonZeroMemory
+	// what its score counts.
+	req                       resVec
+	nonZeroCPU, nonZeroMemory int64
+	// load is LoadAware's estimate of the pod while it is pending (its
+	// view once the pod is on a node is in node.seen).
+	load nodeload.PodLoad
+	// stand is a pod the QoS core's checks cannot tell from obj, shared
+	// by many pods (see run.standIn).
+	stand *corev1.Pod
+	// sig identifies what the filters see of the pod.
+	sig int
+	// priority is spec.priority (0 when unset).
+	priority int32
+	// vgroup is the pod's victim group for preemption (its priority and
+	// class; preemptor.groupOf).
+	vgroup int32
+	// bestEffort: the pod requests neither cpu nor memory, so kubelet
+	// makes it BestEffort (oom_score_adj 1000: the kernel kills it first).
+	bestEffort bool
+	// candidate says node QoS may act on the pod
+	// (extension.QoSProtection and its band).
+	candidate bool
 }
 
 // node is one simulated node: what the scheduler, the agent and the
@@ -308,18 +315,17 @@ type node struct {
 // LoadAware is off.
 func newPod(obj *corev1.Pod, la *nodeload.Config, seq int64) *pod {
 	p := &pod{
-		obj:  obj,
-		key:  nodeload.PodKey(obj.Namespace, obj.Name),
-		uid:  obj.UID,
-		band: extension.BandOf(obj),
-		seq:  seq,
-		job:  -1,
+		podShape: new(podShape),
+		obj:      obj,
+		seq:      seq,
+		job:      -1,
 	}
 	p.h.quota = qos.NoQuota
 	if obj.Spec.Priority != nil {
 		p.priority = *obj.Spec.Priority
 	}
-	switch p.band {
+	band := extension.BandOf(obj)
+	switch band {
 	case extension.BandProd:
 		p.h.tier = tierProd
 	case extension.BandMid:
@@ -341,7 +347,7 @@ func newPod(obj *corev1.Pod, la *nodeload.Config, seq int64) *pod {
 		// default one; the simulation's pods carry none.
 		p.load, _ = la.NewPodLoad(obj)
 	}
-	p.candidate = p.band.IsLowPriority() && extension.QoSProtection(obj) == extension.NotProtected
+	p.candidate = band.IsLowPriority() && extension.QoSProtection(obj) == extension.NotProtected
 	p.stand = obj
 	p.h.kind = kindService
 	cand := qos.NewCandidate(obj, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})

@@ -339,9 +339,10 @@ func (r *run) placeServices() error {
 		p.obj.Status.StartTime = &metav1.Time{Time: start}
 		n.place(p, r.la, start)
 		if n.cpuTracker != nil {
-			n.cpuTracker.SetPod(p.key, start, float64(p.req[resCPU])/1000)
-			n.memTracker.SetPod(p.key, start, float64(p.req[resMemory])/gib)
-			p.cpuHist, p.memHist = n.cpuTracker.Pod(p.key), n.memTracker.Pod(p.key)
+			key := p.key()
+			n.cpuTracker.SetPod(key, start, float64(p.req[resCPU])/1000)
+			n.memTracker.SetPod(key, start, float64(p.req[resMemory])/gib)
+			p.cpuHist, p.memHist = n.cpuTracker.Pod(key), n.memTracker.Pod(key)
 		}
 	}
 	return nil
@@ -502,10 +503,14 @@ func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 	r.seq++
 	p := new(pod)
 	*p = t.pod
-	p.obj, p.key, p.uid, p.seq = nil, "", "", r.seq
-	p.tmpl, p.name, p.created = t, name, r.now
+	p.obj, p.seq = nil, r.seq
+	p.tmpl, p.name, p.created = t, name, r.now.Sub(r.w.Start)
 	return p, nil
 }
+
+// key is the pod's namespace/name, as NodeMetrics and the predictor's
+// trackers list pods; only for a pod with its object.
+func (p *pod) key() string { return nodeload.PodKey(p.obj.Namespace, p.obj.Name) }
 
 // podName is the pod's name, whether its object was made yet or not.
 func (p *pod) podName() string {
@@ -528,9 +533,8 @@ func (r *run) materialize(p *pod) {
 	obj := new(corev1.Pod)
 	*obj = *p.tmpl.obj
 	obj.Name, obj.UID = p.name, types.UID(fmt.Sprintf("%s-%d", r.policy, p.seq))
-	obj.CreationTimestamp = metav1.NewTime(p.created)
-	p.obj, p.key, p.uid = obj, nodeload.PodKey(obj.Namespace, p.name), obj.UID
-	p.tmpl, p.name = nil, ""
+	obj.CreationTimestamp = metav1.NewTime(r.w.Start.Add(p.created))
+	p.obj, p.tmpl, p.name = obj, nil, ""
 }
 
 // jobTemplate is the first pod of a jobKey, admitted and derived.
@@ -880,8 +884,9 @@ func (r *run) release(n *node, p *pod) {
 	}
 	n.remove(p)
 	if n.cpuTracker != nil && p.h.kind == kindService {
-		n.cpuTracker.RemovePod(p.key)
-		n.memTracker.RemovePod(p.key)
+		key := p.key()
+		n.cpuTracker.RemovePod(key)
+		n.memTracker.RemovePod(key)
 		p.cpuHist, p.memHist = nil, nil
 	}
 }
