@@ -153,7 +153,9 @@ type pod struct {
 	*podShape
 
 	// obj is the pod's object; nil for a job pod that has not been bound
-	// yet, which has tmpl, name and created instead (run.materialize).
+	// yet, which has tmpl, name and created instead (run.materialize),
+	// and for a placed service, which keeps its name
+	// (run.placeServices).
 	obj  *corev1.Pod
 	tmpl *jobTemplate
 	name string
