@@ -197,7 +197,7 @@ type podShape struct {
 	// view once the pod is on a node is in node.seen).
 	load nodeload.PodLoad
 	// stand is a pod the QoS core's checks cannot tell from obj, shared
-	// by many pods (see run.standIn).
+	// by many pods, for a candidate (set by run.derive; see run.standIn).
 	stand *corev1.Pod
 	// sig identifies what the filters see of the pod.
 	sig int
@@ -350,7 +350,6 @@ func newPod(obj *corev1.Pod, la *nodeload.Config, seq int64) *pod {
 		p.load, _ = la.NewPodLoad(obj)
 	}
 	p.candidate = band.IsLowPriority() && extension.QoSProtection(obj) == extension.NotProtected
-	p.stand = obj
 	p.h.kind = kindService
 	cand := qos.NewCandidate(obj, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})
 	p.h.cpuLimit = cand.CPULimitMilli
