@@ -152,15 +152,18 @@ type pod struct {
 	// pods of its job template.
 	*podShape
 
-	// obj is the pod's object; nil for a job pod that has not been bound
-	// yet, which has tmpl, name and created instead (run.materialize),
+	// obj is the pod's object; nil for a job pod copied from a template,
+	// which has tmpl, name and created instead (run.jobPod, run.jobObject),
 	// and for a placed service, which keeps its name
 	// (run.placeServices).
 	obj  *corev1.Pod
 	tmpl *jobTemplate
 	name string
-	// created is when the pod was created, from the workload's start.
+	// created is when the pod was created, from the workload's start;
+	// started when it started running on its node, in Unix nanoseconds
+	// (preemption orders its victims by it).
 	created time.Duration
+	started int64
 	// seq orders pods by creation.
 	seq int64
 	// job is the index of the job a Mid or Batch pod runs (-1 for

@@ -330,7 +330,16 @@ func snapshotOf(t *testing.T, r *run) *preemption.Snapshot {
 		np := preemption.NodePods{Node: obj}
 		for i, p := range n.pods {
 			obj := p.obj
-			if obj == nil {
+			switch {
+			case obj != nil:
+			case p.tmpl != nil:
+				// A job pod copied from a template, which has no object.
+				obj = new(corev1.Pod)
+				r.jobObject(p, obj)
+				obj.Spec.NodeName = n.spec.Name
+				obj.Status.Phase = corev1.PodRunning
+				obj.Status.StartTime = &metav1.Time{Time: time.Unix(0, p.started)}
+			default:
 				// A service: the run dropped its object once placed.
 				var err error
 				if obj, err = r.serviceObject(n.hot[i].svc, p.seq); err != nil {

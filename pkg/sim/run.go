@@ -108,6 +108,8 @@ type run struct {
 	heldCands     []qos.Candidate
 	// plan is node QoS's plan, reused from node to node (PlanInto).
 	plan qos.Plan
+	// bindObj is the object bind places a job pod with.
+	bindObj corev1.Pod
 }
 
 // jobState is what became of one job of the workload.
@@ -511,9 +513,10 @@ type jobKey struct {
 // simulation derives from a pod depend only on what the pod asks for, not
 // on its name, so the first pod of each kind is admitted and derived, and
 // the others are copies of it under their own name: a few allocations
-// instead of the webhook's JSON and two request sums per job. A copy's
-// object is made when the pod is bound (materialize): nothing reads it
-// while the pod waits, and on a busy cluster tens of thousands wait.
+// instead of the webhook's JSON and two request sums per job. A copy has
+// no object: the cores see one only when the pod is bound (bind, in a
+// scratch object), and each object would hold 1.3 KB for as long as the
+// pod runs or waits.
 func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 	key := jobKey{ns, cpu, memory}
 	t, ok := r.jobTemplates[key]
@@ -556,21 +559,16 @@ func (p *pod) podName() string {
 	return p.obj.Name
 }
 
-// materialize makes the object of a job pod jobPod copied from a
+// jobObject sets obj to the object of a job pod jobPod copied from a
 // template, as it was when the pod was created. A shallow copy: what the
 // simulation changes of a pod (its name, UID, creation time, node, phase
 // and start time) are fields of its own; the containers, labels and
 // annotations it shares with the template are never written after
 // admission.
-func (r *run) materialize(p *pod) {
-	if p.obj != nil {
-		return
-	}
-	obj := new(corev1.Pod)
+func (r *run) jobObject(p *pod, obj *corev1.Pod) {
 	*obj = *p.tmpl.obj
 	obj.Name, obj.UID = p.name, types.UID(fmt.Sprintf("%s-%d", r.policy, p.seq))
 	obj.CreationTimestamp = metav1.NewTime(r.w.Start.Add(p.created))
-	p.obj, p.tmpl, p.name = obj, nil, ""
 }
 
 // jobTemplate is the first pod of a jobKey, admitted and derived.
@@ -1001,11 +999,22 @@ func (r *run) signatureID(p *pod) int {
 
 // bind places a scheduled pod: it starts running at once (kwok-like).
 func (r *run) bind(p *pod, n *node) {
-	r.materialize(p)
+	p.started = r.now.UnixNano()
+	own := p.obj != nil
+	if !own {
+		// A job pod copied from a template has no object (jobPod): place
+		// derives what the cores keep of it from the run's scratch
+		// object, and nothing reads an object after that.
+		p.obj = &r.bindObj
+		r.jobObject(p, p.obj)
+	}
 	p.obj.Spec.NodeName = n.spec.Name
 	p.obj.Status.Phase = corev1.PodRunning
 	p.obj.Status.StartTime = &metav1.Time{Time: r.now}
 	n.place(p, r.la, r.now)
+	if !own {
+		p.obj = nil
+	}
 	if r.preemptor != nil && p.job >= 0 {
 		r.preemptor.running[p.vgroup]++
 	}
