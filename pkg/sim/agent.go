@@ -196,17 +196,18 @@ func (r *run) widen(n *node, plan *qos.Plan) *widening {
 // candPod returns the pod of candidate i, checking it is the one the plan
 // names.
 func (r *run) candPod(n *node, i int, uid types.UID) *pod {
-	if i < len(n.candPods) && n.candPods[i].uid == uid {
+	if i < len(n.cands) && n.cands[i].PodRef.UID == uid {
 		return n.candPods[i]
 	}
 	// The plan left pods out (plannable).
 	return r.podByUID(n, uid)
 }
 
+// podByUID returns the node's candidate pod with uid, nil if none.
 func (r *run) podByUID(n *node, uid types.UID) *pod {
-	for _, p := range n.candPods {
-		if p.uid == uid {
-			return p
+	for i := range n.cands {
+		if n.cands[i].PodRef.UID == uid {
+			return n.candPods[i]
 		}
 	}
 	return nil

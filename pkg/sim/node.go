@@ -22,7 +22,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/waterline-dev/waterline/apis/extension"
@@ -148,41 +147,28 @@ type podHot struct {
 type pod struct {
 	// h is the pod's podHot while it is not on a node; on a node it lives
 	// in node.hot (see st).
-	h         podHot
-	candidate bool
+	h podHot
+	// podShape is what the pod was admitted as, shared with the other
+	// pods of its job template.
+	*podShape
 
-	// obj is the pod's object; nil for a job pod that has not been bound
-	// yet, which has tmpl, name and created instead (run.materialize).
-	obj     *corev1.Pod
-	tmpl    *jobTemplate
-	name    string
-	created time.Time
-	key     string // namespace/name, as NodeMetrics list pods
-	uid     types.UID
-	band    extension.Band
-	// priority is spec.priority (0 when unset); seq orders pods by
-	// creation.
-	priority int32
-	seq      int64
-	// bestEffort: the pod requests neither cpu nor memory, so kubelet
-	// makes it BestEffort (oom_score_adj 1000: the kernel kills it first).
-	bestEffort bool
+	// obj is the pod's object; nil for a job pod copied from a template,
+	// which has tmpl, name and created instead (run.jobPod, run.jobObject),
+	// and for a placed service, which keeps its name
+	// (run.placeServices).
+	obj  *corev1.Pod
+	tmpl *jobTemplate
+	name string
+	// created is when the pod was created, from the workload's start;
+	// started when it started running on its node, in Unix nanoseconds
+	// (preemption orders its victims by it).
+	created time.Duration
+	started int64
+	// seq orders pods by creation.
+	seq int64
 	// job is the index of the job a Mid or Batch pod runs (-1 for
 	// services).
 	job int
-
-	// req is what NodeResourcesFit counts; nonZeroCPU and nonZeroMemory
-	// what its score counts.
-	req                       resVec
-	nonZeroCPU, nonZeroMemory int64
-	// load is LoadAware's estimate of the pod while it is pending (its
-	// view once the pod is on a node is in node.seen).
-	load nodeload.PodLoad
-	// candidate (above) says node QoS may act on the pod
-	// (extension.QoSProtection and its band). stand is a pod the QoS
-	// core's checks cannot tell from obj, shared by many pods (see
-	// run.standIn).
-	stand *corev1.Pod
 
 	// Where the pod is: node and its index in node.pods (and, for a
 	// candidate, in node.cands).
@@ -190,11 +176,6 @@ type pod struct {
 	nodeIdx int
 	candIdx int
 
-	// sig identifies what the filters see of the pod.
-	sig int
-	// vgroup is the pod's victim group for preemption (its priority and
-	// class; preemptor.groupOf).
-	vgroup int32
 	// pdbRetry is the step until which node QoS leaves the pod out of its
 	// plans, after the Eviction API refused to evict it for a
 	// PodDisruptionBudget.
@@ -203,6 +184,37 @@ type pod struct {
 	// cpuHist and memHist are the pod's usage histograms in its node's
 	// trackers (Prod pods of colocated policies; nil otherwise).
 	cpuHist, memHist *predict.Histogram
+}
+
+// podShape is what the simulation derives from a pod's object at
+// admission, which depends only on what the pod asks for: every pod of a
+// job template points at its template's (run.jobPod), so that the tens of
+// thousands of pods waiting on a busy cluster carry a pointer each
+// instead of these 200 bytes.
+type podShape struct {
+	// req is what NodeResourcesFit counts; nonZeroCPU and nonZeroMemory
+	// what its score counts.
+	req                       resVec
+	nonZeroCPU, nonZeroMemory int64
+	// load is LoadAware's estimate of the pod while it is pending (its
+	// view once the pod is on a node is in node.seen).
+	load nodeload.PodLoad
+	// stand is a pod the QoS core's checks cannot tell from obj, shared
+	// by many pods, for a candidate (set by run.derive; see run.standIn).
+	stand *corev1.Pod
+	// sig identifies what the filters see of the pod.
+	sig int
+	// priority is spec.priority (0 when unset).
+	priority int32
+	// vgroup is the pod's victim group for preemption (its priority and
+	// class; preemptor.groupOf).
+	vgroup int32
+	// bestEffort: the pod requests neither cpu nor memory, so kubelet
+	// makes it BestEffort (oom_score_adj 1000: the kernel kills it first).
+	bestEffort bool
+	// candidate says node QoS may act on the pod
+	// (extension.QoSProtection and its band).
+	candidate bool
 }
 
 // node is one simulated node: what the scheduler, the agent and the
@@ -226,11 +238,14 @@ type node struct {
 	prodReqCPU, prodReqMemory int64
 	// pods are the node's pods; hot[i] is pods[i]'s step state and
 	// snaps[i] its sums at the last reports (for the NodeMetric's
-	// averages), kept side by side for the same reason.
+	// averages), kept side by side for the same reason. snaps is kept
+	// only when the node's agent reports (ownReports).
 	pods  []*pod
 	hot   []podHot
 	snaps []avgSnaps
-	// seen[i] is what LoadAware knows of pods[i] on the node.
+	// seen[i] is what LoadAware knows of pods[i] on the node, kept only
+	// with LoadAware on: the plain policies' clusters would spend most of
+	// their per-pod memory on it.
 	seen []seenPod
 	// groupReq[g] is Σ the requests of the node's job pods of victim
 	// group g, so that preemption rules a node out without walking its
@@ -305,18 +320,17 @@ type node struct {
 // LoadAware is off.
 func newPod(obj *corev1.Pod, la *nodeload.Config, seq int64) *pod {
 	p := &pod{
-		obj:  obj,
-		key:  nodeload.PodKey(obj.Namespace, obj.Name),
-		uid:  obj.UID,
-		band: extension.BandOf(obj),
-		seq:  seq,
-		job:  -1,
+		podShape: new(podShape),
+		obj:      obj,
+		seq:      seq,
+		job:      -1,
 	}
 	p.h.quota = qos.NoQuota
 	if obj.Spec.Priority != nil {
 		p.priority = *obj.Spec.Priority
 	}
-	switch p.band {
+	band := extension.BandOf(obj)
+	switch band {
 	case extension.BandProd:
 		p.h.tier = tierProd
 	case extension.BandMid:
@@ -338,8 +352,7 @@ func newPod(obj *corev1.Pod, la *nodeload.Config, seq int64) *pod {
 		// default one; the simulation's pods carry none.
 		p.load, _ = la.NewPodLoad(obj)
 	}
-	p.candidate = p.band.IsLowPriority() && extension.QoSProtection(obj) == extension.NotProtected
-	p.stand = obj
+	p.candidate = band.IsLowPriority() && extension.QoSProtection(obj) == extension.NotProtected
 	p.h.kind = kindService
 	cand := qos.NewCandidate(obj, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})
 	p.h.cpuLimit = cand.CPULimitMilli
@@ -357,8 +370,9 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	p.node, p.nodeIdx = n, len(n.pods)
 	n.pods = append(n.pods, p)
 	n.hot = append(n.hot, p.h)
-	n.snaps = append(n.snaps, avgSnaps{})
-	n.seen = append(n.seen, seenPod{})
+	if n.ownReports {
+		n.snaps = append(n.snaps, avgSnaps{})
+	}
 	n.req.add(&p.req)
 	n.syncFit()
 	if p.job >= 0 {
@@ -382,7 +396,9 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	if la != nil {
 		// The scheduler counts the pod at once (Reserve); its estimate
 		// stands in for its load until a NodeMetric reports it.
-		n.seen[p.nodeIdx].assigned, _ = la.NewAssignedPod(p.obj, now)
+		var s seenPod
+		s.assigned, _ = la.NewAssignedPod(p.obj, now)
+		n.seen = append(n.seen, s)
 		n.excessFresh = false
 	}
 	p.candIdx = -1
@@ -403,9 +419,15 @@ func (n *node) remove(p *pod) {
 	moved := n.pods[last]
 	n.pods[p.nodeIdx] = moved
 	n.hot[p.nodeIdx] = n.hot[last]
-	n.snaps[p.nodeIdx] = n.snaps[last]
-	n.seen[p.nodeIdx] = n.seen[last]
-	n.seen[last] = seenPod{}
+	if n.ownReports {
+		n.snaps[p.nodeIdx] = n.snaps[last]
+		n.snaps = n.snaps[:last]
+	}
+	if len(n.seen) > 0 { // LoadAware is on (place)
+		n.seen[p.nodeIdx] = n.seen[last]
+		n.seen[last] = seenPod{}
+		n.seen = n.seen[:last]
+	}
 	moved.nodeIdx = p.nodeIdx
 	if moved.candIdx >= 0 && moved != p {
 		n.candHot[moved.candIdx] = int32(moved.nodeIdx)
@@ -414,8 +436,6 @@ func (n *node) remove(p *pod) {
 	n.hot[last] = podHot{}
 	n.pods = n.pods[:last]
 	n.hot = n.hot[:last]
-	n.snaps = n.snaps[:last]
-	n.seen = n.seen[:last]
 	n.req.sub(&p.req)
 	n.syncFit()
 	if p.job >= 0 {

@@ -327,7 +327,7 @@ func (r *run) victimsOn(p *pod, n *node, collect bool) []*pod {
 				c.pdbViolations++
 			}
 			c.prioritySum += int64(q.priority) + math.MaxInt32 + 1
-			start := q.obj.Status.StartTime.UnixNano()
+			start := q.started
 			switch {
 			case q.priority > c.topPriority:
 				c.topPriority, c.topStart = q.priority, start
@@ -358,7 +358,7 @@ func moreImportant(a, b *pod) bool {
 	if a.priority != b.priority {
 		return a.priority > b.priority
 	}
-	as, bs := a.obj.Status.StartTime.UnixNano(), b.obj.Status.StartTime.UnixNano()
+	as, bs := a.started, b.started
 	if as != bs {
 		return as < bs
 	}

@@ -277,7 +277,7 @@ func TestPreemptionAgreesWithCore(t *testing.T) {
 			r := newConfiguredRun(t, sc.w(), sc.policy, nil)
 			stepTo(t, r, 0)
 			api := submitProd(t, r, "api", sc.cpu)
-			snap := snapshotOf(r)
+			snap := snapshotOf(t, r)
 			core := snap.SelectVictims(api.obj)
 			var wantNode string
 			var want []string
@@ -306,7 +306,8 @@ func TestPreemptionAgreesWithCore(t *testing.T) {
 
 // snapshotOf is the run's cluster as pkg/core/preemption sees it: nodes
 // with everything they offer (tier resources included), their pods.
-func snapshotOf(r *run) *preemption.Snapshot {
+func snapshotOf(t *testing.T, r *run) *preemption.Snapshot {
+	t.Helper()
 	s := &preemption.Snapshot{}
 	if r.policy.colocated() {
 		s.Classes = r.preemptor.classes
@@ -327,8 +328,25 @@ func snapshotOf(r *run) *preemption.Snapshot {
 			obj.Status.Allocatable[name] = *q
 		}
 		np := preemption.NodePods{Node: obj}
-		for _, p := range n.pods {
-			np.Pods = append(np.Pods, p.obj)
+		for i, p := range n.pods {
+			obj := p.obj
+			switch {
+			case obj != nil:
+			case p.tmpl != nil:
+				// A job pod copied from a template, which has no object.
+				obj = new(corev1.Pod)
+				r.jobObject(p, obj)
+				obj.Spec.NodeName = n.spec.Name
+				obj.Status.Phase = corev1.PodRunning
+				obj.Status.StartTime = &metav1.Time{Time: time.Unix(0, p.started)}
+			default:
+				// A service: the run dropped its object once placed.
+				var err error
+				if obj, err = r.serviceObject(n.hot[i].svc, p.seq); err != nil {
+					t.Fatal(err)
+				}
+			}
+			np.Pods = append(np.Pods, obj)
 		}
 		s.Nodes = append(s.Nodes, np)
 	}

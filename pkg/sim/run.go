@@ -108,6 +108,8 @@ type run struct {
 	heldCands     []qos.Candidate
 	// plan is node QoS's plan, reused from node to node (PlanInto).
 	plan qos.Plan
+	// bindObj is the object bind places a job pod with.
+	bindObj corev1.Pod
 }
 
 // jobState is what became of one job of the workload.
@@ -315,16 +317,12 @@ func (r *run) buildNodes() error {
 func (r *run) placeServices() error {
 	for i := range r.w.Services {
 		s := &r.w.Services[i]
-		obj := r.podObject(NamespaceOnline, s.Name, corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewMilliQuantity(s.CPURequestMilli, resource.DecimalSI),
-			corev1.ResourceMemory: *resource.NewQuantity(s.MemoryRequestBytes, resource.BinarySI),
-		}, nil)
-		if s.CPULimitMilli > 0 {
-			obj.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
-				corev1.ResourceCPU: *resource.NewMilliQuantity(s.CPULimitMilli, resource.DecimalSI),
-			}
+		r.seq++
+		obj, err := r.serviceObject(s, r.seq)
+		if err != nil {
+			return err
 		}
-		p, err := r.newPod(obj)
+		p, err := r.derive(obj)
 		if err != nil {
 			return err
 		}
@@ -333,30 +331,60 @@ func (r *run) placeServices() error {
 		n := r.nodes[s.Node]
 		// The services were running long before the simulation: their
 		// load is in the first NodeMetric, nothing is estimated for them.
-		start := r.w.Start.Add(-7 * 24 * time.Hour)
-		p.obj.Spec.NodeName = n.spec.Name
-		p.obj.Status.Phase = corev1.PodRunning
-		p.obj.Status.StartTime = &metav1.Time{Time: start}
+		start := obj.Status.StartTime.Time
 		n.place(p, r.la, start)
 		if n.cpuTracker != nil {
-			n.cpuTracker.SetPod(p.key, start, float64(p.req[resCPU])/1000)
-			n.memTracker.SetPod(p.key, start, float64(p.req[resMemory])/gib)
-			p.cpuHist, p.memHist = n.cpuTracker.Pod(p.key), n.memTracker.Pod(p.key)
+			key := nodeload.PodKey(obj.Namespace, obj.Name)
+			n.cpuTracker.SetPod(key, start, float64(p.req[resCPU])/1000)
+			n.memTracker.SetPod(key, start, float64(p.req[resMemory])/gib)
+			p.cpuHist, p.memHist = n.cpuTracker.Pod(key), n.memTracker.Pod(key)
 		}
+		// A service never leaves its node, and nothing reads its object
+		// once it is placed: dropped, it no longer holds a quarter of
+		// the cluster's memory (its object, container and request
+		// maps, some 2 KB a service).
+		p.obj, p.name = nil, s.Name
 	}
 	return nil
 }
 
+// serviceObject is the object of service s's pod as it runs: the run's
+// seq-th pod, created before the run, admitted, bound to its node and
+// started a week before the run. placeServices makes it once.
+func (r *run) serviceObject(s *workload.Service, seq int64) (*corev1.Pod, error) {
+	obj := r.objectOf(seq, time.Time{}, NamespaceOnline, s.Name, corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(s.CPURequestMilli, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(s.MemoryRequestBytes, resource.BinarySI),
+	}, nil)
+	if s.CPULimitMilli > 0 {
+		obj.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
+			corev1.ResourceCPU: *resource.NewMilliQuantity(s.CPULimitMilli, resource.DecimalSI),
+		}
+	}
+	if err := r.admit(obj); err != nil {
+		return nil, err
+	}
+	obj.Spec.NodeName = r.nodes[s.Node].spec.Name
+	obj.Status.Phase = corev1.PodRunning
+	obj.Status.StartTime = &metav1.Time{Time: r.w.Start.Add(-7 * 24 * time.Hour)}
+	return obj, nil
+}
+
 const gib = 1 << 30
 
-// podObject is a pod as its owner would submit it: one container
-// requesting requests (and limited to limits).
+// podObject is a pod as its owner would submit it now, the run's next:
+// one container requesting requests (and limited to limits).
 func (r *run) podObject(ns, name string, requests, limits corev1.ResourceList) *corev1.Pod {
 	r.seq++
+	return r.objectOf(r.seq, r.now, ns, name, requests, limits)
+}
+
+// objectOf is podObject's pod, as the run's seq-th pod created at created.
+func (r *run) objectOf(seq int64, created time.Time, ns, name string, requests, limits corev1.ResourceList) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: name, UID: types.UID(fmt.Sprintf("%s-%d", r.policy, r.seq)),
-			CreationTimestamp: metav1.NewTime(r.now),
+			Namespace: ns, Name: name, UID: types.UID(fmt.Sprintf("%s-%d", r.policy, seq)),
+			CreationTimestamp: metav1.NewTime(created),
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "main", Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits},
@@ -365,35 +393,50 @@ func (r *run) podObject(ns, name string, requests, limits corev1.ResourceList) *
 	}
 }
 
-// newPod admits obj as the API server would with Waterline installed: the
-// default ColocationPolicy's first matching profile is applied by the
-// mutating webhook's core (colocated policies only).
+// newPod admits obj and derives the simulation's pod from it.
 func (r *run) newPod(obj *corev1.Pod) (*pod, error) {
-	profile, err := r.profileFor(obj)
-	if err != nil {
+	if err := r.admit(obj); err != nil {
 		return nil, err
 	}
-	if profile != nil {
-		var class *colocation.PriorityClass
-		if profile.PriorityClassName != "" {
-			class = r.classes[profile.PriorityClassName]
-		}
-		switch {
-		case r.policy.colocated():
-			if err := colocation.Apply(obj, profile, class); err != nil {
-				return nil, fmt.Errorf("pod %s/%s: %w", obj.Namespace, obj.Name, err)
-			}
-		case class != nil:
-			// A plain cluster: the pod names its class, and the Priority
-			// admission plugin resolves it.
-			obj.Spec.PriorityClassName = class.Name
-			obj.Spec.Priority = &class.Value
-			obj.Spec.PreemptionPolicy = class.PreemptionPolicy
-		}
+	return r.derive(obj)
+}
+
+// admit admits obj as the API server would with Waterline installed: the
+// default ColocationPolicy's first matching profile is applied by the
+// mutating webhook's core (colocated policies only).
+func (r *run) admit(obj *corev1.Pod) error {
+	profile, err := r.profileFor(obj)
+	if err != nil {
+		return err
 	}
+	if profile == nil {
+		return nil
+	}
+	var class *colocation.PriorityClass
+	if profile.PriorityClassName != "" {
+		class = r.classes[profile.PriorityClassName]
+	}
+	switch {
+	case r.policy.colocated():
+		if err := colocation.Apply(obj, profile, class); err != nil {
+			return fmt.Errorf("pod %s/%s: %w", obj.Namespace, obj.Name, err)
+		}
+	case class != nil:
+		// A plain cluster: the pod names its class, and the Priority
+		// admission plugin resolves it.
+		obj.Spec.PriorityClassName = class.Name
+		obj.Spec.Priority = &class.Value
+		obj.Spec.PreemptionPolicy = class.PreemptionPolicy
+	}
+	return nil
+}
+
+// derive is the simulation's pod of an admitted obj, the run's latest.
+func (r *run) derive(obj *corev1.Pod) (*pod, error) {
 	p := newPod(obj, r.la, r.seq)
 	p.sig = r.signatureID(p)
 	if r.preemptor != nil {
+		var err error
 		if p.vgroup, err = r.preemptor.groupOf(obj); err != nil {
 			return nil, fmt.Errorf("pod %s/%s: %w", obj.Namespace, obj.Name, err)
 		}
@@ -470,9 +513,10 @@ type jobKey struct {
 // simulation derives from a pod depend only on what the pod asks for, not
 // on its name, so the first pod of each kind is admitted and derived, and
 // the others are copies of it under their own name: a few allocations
-// instead of the webhook's JSON and two request sums per job. A copy's
-// object is made when the pod is bound (materialize): nothing reads it
-// while the pod waits, and on a busy cluster tens of thousands wait.
+// instead of the webhook's JSON and two request sums per job. A copy has
+// no object: the cores see one only when the pod is bound (bind, in a
+// scratch object), and each object would hold 1.3 KB for as long as the
+// pod runs or waits.
 func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 	key := jobKey{ns, cpu, memory}
 	t, ok := r.jobTemplates[key]
@@ -502,12 +546,12 @@ func (r *run) jobPod(ns, name string, cpu, memory int64) (*pod, error) {
 	r.seq++
 	p := new(pod)
 	*p = t.pod
-	p.obj, p.key, p.uid, p.seq = nil, "", "", r.seq
-	p.tmpl, p.name, p.created = t, name, r.now
+	p.obj, p.seq = nil, r.seq
+	p.tmpl, p.name, p.created = t, name, r.now.Sub(r.w.Start)
 	return p, nil
 }
 
-// podName is the pod's name, whether its object was made yet or not.
+// podName is the pod's name, whether it has its object or not.
 func (p *pod) podName() string {
 	if p.obj == nil {
 		return p.name
@@ -515,22 +559,16 @@ func (p *pod) podName() string {
 	return p.obj.Name
 }
 
-// materialize makes the object of a job pod jobPod copied from a
+// jobObject sets obj to the object of a job pod jobPod copied from a
 // template, as it was when the pod was created. A shallow copy: what the
 // simulation changes of a pod (its name, UID, creation time, node, phase
 // and start time) are fields of its own; the containers, labels and
 // annotations it shares with the template are never written after
 // admission.
-func (r *run) materialize(p *pod) {
-	if p.obj != nil {
-		return
-	}
-	obj := new(corev1.Pod)
+func (r *run) jobObject(p *pod, obj *corev1.Pod) {
 	*obj = *p.tmpl.obj
 	obj.Name, obj.UID = p.name, types.UID(fmt.Sprintf("%s-%d", r.policy, p.seq))
-	obj.CreationTimestamp = metav1.NewTime(p.created)
-	p.obj, p.key, p.uid = obj, nodeload.PodKey(obj.Namespace, p.name), obj.UID
-	p.tmpl, p.name = nil, ""
+	obj.CreationTimestamp = metav1.NewTime(r.w.Start.Add(p.created))
 }
 
 // jobTemplate is the first pod of a jobKey, admitted and derived.
@@ -873,17 +911,14 @@ func (r *run) finishJobs(n *node, end time.Duration) {
 	}
 }
 
-// release takes p off n and out of the agent's books.
+// release takes job pod p off n and out of the agent's books. Services
+// never leave their nodes (placeServices), and stay in the predictor's
+// trackers for the whole run.
 func (r *run) release(n *node, p *pod) {
 	if r.preemptor != nil && p.job >= 0 {
 		r.preemptor.running[p.vgroup]--
 	}
 	n.remove(p)
-	if n.cpuTracker != nil && p.h.kind == kindService {
-		n.cpuTracker.RemovePod(p.key)
-		n.memTracker.RemovePod(p.key)
-		p.cpuHist, p.memHist = nil, nil
-	}
 }
 
 // removal is why a job pod was taken off its node before it finished.
@@ -964,11 +999,22 @@ func (r *run) signatureID(p *pod) int {
 
 // bind places a scheduled pod: it starts running at once (kwok-like).
 func (r *run) bind(p *pod, n *node) {
-	r.materialize(p)
+	p.started = r.now.UnixNano()
+	own := p.obj != nil
+	if !own {
+		// A job pod copied from a template has no object (jobPod): place
+		// derives what the cores keep of it from the run's scratch
+		// object, and nothing reads an object after that.
+		p.obj = &r.bindObj
+		r.jobObject(p, p.obj)
+	}
 	p.obj.Spec.NodeName = n.spec.Name
 	p.obj.Status.Phase = corev1.PodRunning
 	p.obj.Status.StartTime = &metav1.Time{Time: r.now}
 	n.place(p, r.la, r.now)
+	if !own {
+		p.obj = nil
+	}
 	if r.preemptor != nil && p.job >= 0 {
 		r.preemptor.running[p.vgroup]++
 	}
