@@ -54,6 +54,10 @@ type simOptions struct {
 	// calibration is a benchmark's calibration.json that sets the harm
 	// model's interference κ (sim.Harm.Calibrate).
 	calibration string
+	// values is a values file of charts/waterline whose NodeQOS,
+	// ColocationPolicy tiers and policies and LoadAware settings the
+	// waterline policies simulate.
+	values string
 	// preemption is sim.Config.Preemption.
 	preemption bool
 	// parallel is sim.Config.Parallel.
@@ -134,6 +138,7 @@ charts and the numbers as JSON.`,
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar")
 	f.BoolVar(&o.preemption, "preemption", o.preemption, "the scheduler preempts lower-priority pods for a pod that fits nowhere (DefaultPreemption for the baselines, BandPreemption for waterline); false is the chart's install-time scheduler.preemption: disabled")
 	f.IntVar(&o.parallel, "parallel", 0, "policies simulated at once, each with its own cluster in memory (0: GOMAXPROCS); 1 bounds memory to one cluster, results are the same")
+	f.StringVar(&o.values, "values", "", "a values file of charts/waterline (as for helm install -f): simulate its nodeQOS.spec, colocationPolicy.spec tiers, collect and predict policies, and scheduler.loadAware args and weight, merged over the chart's defaults and admitted as the API server and waterline-scheduler would")
 	f.StringVar(&o.calibration, "calibration", "", "calibration.json of make bench-colocation: fit the harm model's interference κ to it (default: κ of docs/design/simulator.md)")
 	return cmd
 }
@@ -154,7 +159,7 @@ func commandLine(cmd *cobra.Command) string {
 	args := []string{"waterline", "sim"}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		v := f.Value.String()
-		if (f.Name == "workload" || f.Name == "out") && filepath.IsAbs(v) {
+		if (f.Name == "workload" || f.Name == "out" || f.Name == "values") && filepath.IsAbs(v) {
 			v = filepath.Base(v)
 		}
 		args = append(args, "--"+f.Name+"="+v)
@@ -228,6 +233,16 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
+	var settings *chartSettings
+	if o.values != "" {
+		var err error
+		if settings, err = loadChartValues(ctx, o.values); err != nil {
+			return fmt.Errorf("--values: %w", err)
+		}
+		for _, note := range settings.notes {
+			fmt.Fprintf(stderr, "--values: %s\n", note)
+		}
+	}
 	logger := klog.FromContext(ctx)
 	wd, err := os.Getwd()
 	if err != nil {
@@ -243,6 +258,9 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 	logger.V(1).Info("Built workload", "workload", w.Name, "nodes", len(w.Nodes), "services", len(w.Services), "jobs", len(w.Jobs), "elapsed", time.Since(start))
 
 	cfg := sim.Config{Step: o.step, Seed: o.seed, Preemption: &o.preemption, Parallel: o.parallel}
+	if settings != nil {
+		settings.apply(&cfg)
+	}
 	if o.calibration != "" {
 		cal, err := sim.LoadCalibration(o.calibration)
 		if err != nil {

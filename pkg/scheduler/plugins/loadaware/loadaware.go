@@ -161,8 +161,10 @@ func argsOf(obj runtime.Object) (*config.LoadAwareArgs, error) {
 	return &args, nil
 }
 
-// coreSpec is the core's view of the args.
-func coreSpec(args *config.LoadAwareArgs) nodeload.Spec {
+// CoreSpec is the core's view of the args (validated): what the plugin
+// builds its nodeload.Config from, and what the simulator takes for the
+// args of a values file (waterline sim --values).
+func CoreSpec(args *config.LoadAwareArgs) nodeload.Spec {
 	s := nodeload.Spec{
 		NodeMetricExpiration:                 time.Duration(args.NodeMetricExpirationSeconds) * time.Second,
 		EnableScheduleWhenNodeMetricsExpired: args.EnableScheduleWhenNodeMetricsExpired,
@@ -193,7 +195,7 @@ func coreSpec(args *config.LoadAwareArgs) nodeload.Spec {
 // tests.
 func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, client versioned.Interface, clk clock.PassiveClock) (*LoadAware, error) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	cfg, err := nodeload.NewConfig(coreSpec(args))
+	cfg, err := nodeload.NewConfig(CoreSpec(args))
 	if err != nil {
 		return nil, fmt.Errorf("invalid LoadAware args: %w", err)
 	}

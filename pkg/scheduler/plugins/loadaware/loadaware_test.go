@@ -542,8 +542,8 @@ func TestCoreSpecCarriesEveryArg(t *testing.T) {
 		ScoreAggregation:                     nodeload.Aggregation{Type: v1alpha1.AggregationAvg, Duration: 10 * time.Minute},
 		SupportedResources:                   []corev1.ResourceName{"nvidia.com/gpu"},
 	}
-	if diff := cmp.Diff(want, coreSpec(args)); diff != "" {
-		t.Errorf("coreSpec (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, CoreSpec(args)); diff != "" {
+		t.Errorf("CoreSpec (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,0 +1,154 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func valuesFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSimValuesEmptyIsTheDefaults: a values file that sets nothing is the
+// chart's defaults, which the simulation's defaults are: the run is the
+// same to the byte, through the CRDs' defaulting and the scheduler's.
+func TestSimValuesEmptyIsTheDefaults(t *testing.T) {
+	args := []string{"--nodes=6", "--duration=2h", "-o=json", "--out=", "--no-progress"}
+	plain, _, err := runSimCmd(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withValues, stderr, err := runSimCmd(t, append(args, "--values="+valuesFile(t, "# nothing set\n"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain != withValues {
+		t.Error("an empty values file gave another result than the defaults")
+	}
+	if !strings.Contains(stderr, "nodeQOS.spec.dryRun is true (the chart's default): simulated as false") {
+		t.Errorf("stderr %q does not say the chart's dry run is simulated as acting", stderr)
+	}
+}
+
+// TestSimValuesRefusesNamingTheField: what the cluster would refuse is
+// refused before anything runs, each field as the values file spells it.
+func TestSimValuesRefusesNamingTheField(t *testing.T) {
+	path := valuesFile(t, `nodeQOS:
+  spec:
+    cpu: {throttlePercent: 80, evictPercent: 75}
+    bogus: 1
+colocationPolicy:
+  spec:
+    tiers: {batchCPUThresholdPercent: 500, midIncludeUnallocated: true}
+scheduler:
+  loadAwareWeight: 0
+  loadAware:
+    args: {usageThreshold: {cpu: 70}}
+`)
+	stdout, _, err := runSimCmd(t, "--values="+path, "--out=", "--no-progress")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"nodeQOS.spec.bogus: Forbidden: unknown field",
+		"nodeQOS.spec.cpu.evictPercent: Invalid value: evictPercent must be greater than throttlePercent",
+		"colocationPolicy.spec.tiers.batchCPUThresholdPercent: Invalid value: 500",
+		"colocationPolicy.spec.tiers.midIncludeUnallocated",
+		"scheduler.loadAwareWeight: Invalid value: 0",
+		`scheduler.loadAware.args: Invalid value: "": json: unknown field "usageThreshold"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not contain %q:\n%v", want, err)
+		}
+	}
+	if stdout != "" {
+		t.Errorf("it simulated before refusing the values:\n%s", stdout)
+	}
+
+	for _, tc := range []struct{ body, want string }{
+		{"colocationPolicy: {create: false}\n", "colocationPolicy.create: Invalid value: false"},
+		{"nodeQOS: {create: nope}\n", "nodeQOS.create: Invalid value"},
+		{"scheduler: {loadAware: {args: {usageThresholds: {cpu: 170}}}}\n", "scheduler.loadAware.args.usageThresholds[cpu]"},
+		{"scheduler: {loadAware: {args: {aggregated: {usageThresholds: {cpu: 70}, usageAggregationType: p95}}}}\n", "scheduler.loadAware.args.aggregated: Forbidden"},
+		{"nodeQOS: [not, a, map]\n", "nodeQOS: Invalid value"},
+		{"scheduler: {loadAware: {args: 7}}\n", "scheduler.loadAware.args: Invalid value: 7"},
+	} {
+		if _, err := loadChartValues(t.Context(), valuesFile(t, tc.body)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("values %q: error %v, want one containing %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+// TestSimValuesMergeAsHelm: a values file is merged over the chart's
+// defaults as Helm merges it, and what it sets reaches the simulation.
+func TestSimValuesMergeAsHelm(t *testing.T) {
+	s, err := loadChartValues(t.Context(), valuesFile(t, `nodeQOS:
+  spec:
+    cpu: {throttlePercent: 75}
+    memory: null
+colocationPolicy:
+  spec:
+    tiers: {batchCPUThresholdPercent: 85}
+    profiles: [{name: mine, band: batch, namespaceSelector: {matchLabels: {team: ml}}}]
+scheduler:
+  loadAwareWeight: 3
+  loadAware:
+    args: {usageThresholds: {cpu: 85, memory: 95}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := s.nodeQOS[0].Spec.CPU
+	if *cpu.ThrottlePercent != 75 || *cpu.ForbidSchedulingPercent != 70 || *cpu.RestorePercent != 60 || *cpu.EvictPercent != 80 {
+		t.Errorf("cpu lines %d/%d/%d/%d (forbid/throttle/restore/evict), want the chart's 70/-/60/80 with throttle 75",
+			*cpu.ForbidSchedulingPercent, *cpu.ThrottlePercent, *cpu.RestorePercent, *cpu.EvictPercent)
+	}
+	if s.nodeQOS[0].Spec.Memory != nil || s.nodeQOS[0].Spec.DryRun {
+		t.Errorf("memory %+v dryRun %v: want memory removed by null, dry run simulated as acting", s.nodeQOS[0].Spec.Memory, s.nodeQOS[0].Spec.DryRun)
+	}
+	if got := *s.policies[0].Spec.Tiers.BatchCPUThresholdPercent; got != 85 {
+		t.Errorf("batch CPU threshold %d, want 85", got)
+	}
+	if len(s.policies[0].Spec.Profiles) != 3 || s.policies[0].Spec.Profiles[0].Name == "mine" {
+		t.Errorf("profiles %+v: want the simulation's three", s.policies[0].Spec.Profiles)
+	}
+	if s.loadAwareWeight != 3 || s.loadAware.UsageThresholds[corev1.ResourceCPU] != 85 {
+		t.Errorf("LoadAware weight %d, cpu threshold %d: want 3 and 85", s.loadAwareWeight, s.loadAware.UsageThresholds[corev1.ResourceCPU])
+	}
+	if len(s.notes) != 2 || !strings.Contains(s.notes[1], "colocationPolicy.spec.profiles (1) are not simulated") {
+		t.Errorf("notes %q: want the dry run and the profiles", s.notes)
+	}
+
+	off, err := loadChartValues(t.Context(), valuesFile(t, "nodeQOS: {create: false}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.nodeQOS == nil || len(off.nodeQOS) != 0 {
+		t.Errorf("nodeQOS.create false: NodeQOS %v, want none (an empty, non-nil list)", off.nodeQOS)
+	}
+}

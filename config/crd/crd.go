@@ -1,0 +1,27 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package crd embeds Waterline's CustomResourceDefinitions as
+// controller-gen writes them into bases/ (make generate), for tools that
+// validate objects offline as the API server would (pkg/crdschema).
+package crd
+
+import "embed"
+
+// Bases holds bases/*.yaml, one CustomResourceDefinition a file.
+//
+//go:embed bases/*.yaml
+var Bases embed.FS
