@@ -115,6 +115,10 @@ func loadChartValues(ctx context.Context, path string) (*chartSettings, error) {
 	} else {
 		var nq v1alpha1.NodeQOS
 		errs = append(errs, admit(ctx, "NodeQOS", nodeQOSPath, mapAt(nodeQOS, "spec", nodeQOSPath.Child("spec")), &nq)...)
+		if nq.Spec.NodeSelector != nil {
+			s.notes = append(s.notes, "nodeQOS.spec.nodeSelector is not simulated: the simulated nodes have no such labels, the NodeQOS applies to every node")
+			nq.Spec.NodeSelector = nil
+		}
 		if nq.Spec.DryRun {
 			s.notes = append(s.notes, "nodeQOS.spec.dryRun is true (the chart's default): simulated as false, the agents act, as at the rollout's end")
 			nq.Spec.DryRun = false
@@ -133,6 +137,9 @@ func loadChartValues(ctx context.Context, path string) (*chartSettings, error) {
 	s.policies = sim.DefaultColocationPolicies()
 	own := &s.policies[0].Spec
 	own.Tiers, own.CollectPolicy, own.PredictPolicy = cp.Spec.Tiers, cp.Spec.CollectPolicy, cp.Spec.PredictPolicy
+	if cp.Spec.NodeSelector != nil {
+		s.notes = append(s.notes, "colocationPolicy.spec.nodeSelector is not simulated: the policy applies to every simulated node")
+	}
 	if len(cp.Spec.Profiles) > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("colocationPolicy.spec.profiles (%d) are not simulated: the simulation's own profiles make its pods Prod, Mid and Batch by namespace", len(cp.Spec.Profiles)))
 	}

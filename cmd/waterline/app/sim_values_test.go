@@ -144,6 +144,14 @@ scheduler:
 		t.Errorf("notes %q: want the dry run and the profiles", s.notes)
 	}
 
+	pool, err := loadChartValues(t.Context(), valuesFile(t, "nodeQOS: {spec: {nodeSelector: {matchLabels: {pool: colo}}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool.nodeQOS[0].Spec.NodeSelector != nil || !strings.Contains(strings.Join(pool.notes, "\n"), "nodeQOS.spec.nodeSelector is not simulated") {
+		t.Errorf("a NodeQOS for a pool: selector %v, notes %q; want it applied to every node, and said", pool.nodeQOS[0].Spec.NodeSelector, pool.notes)
+	}
+
 	off, err := loadChartValues(t.Context(), valuesFile(t, "nodeQOS: {create: false}\n"))
 	if err != nil {
 		t.Fatal(err)
