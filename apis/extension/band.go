@@ -129,6 +129,30 @@ func BandOfExplained(pod *corev1.Pod) (Band, error) {
 	return BandProd, labelErr
 }
 
+// TierResourceNames returns the tier resources the manager publishes on
+// Node status: Mid then Batch, CPU then memory.
+func TierResourceNames() []corev1.ResourceName {
+	return []corev1.ResourceName{ResourceMidCPU, ResourceMidMemory, ResourceBatchCPU, ResourceBatchMemory}
+}
+
+// RequestsTierResources reports whether a container of pod, init and
+// sidecar containers included, requests or limits a tier resource (a limit
+// alone defaults an extended resource's request).
+func RequestsTierResources(pod *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			for _, rl := range []corev1.ResourceList{cs[i].Resources.Requests, cs[i].Resources.Limits} {
+				for _, name := range TierResourceNames() {
+					if _, ok := rl[name]; ok {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
 func bandFromTierResources(pod *corev1.Pod) (Band, bool) {
 	for i := range pod.Spec.Containers {
 		req := pod.Spec.Containers[i].Resources.Requests

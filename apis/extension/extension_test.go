@@ -166,3 +166,27 @@ func TestTierResources(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestsTierResources(t *testing.T) {
+	one := resource.MustParse("1")
+	for _, tc := range []struct {
+		name string
+		spec corev1.PodSpec
+		want bool
+	}{
+		{"cpu and memory only", corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: one}}}}}, false},
+		{"a request", corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{ResourceBatchCPU: one}}}}}, true},
+		{"a limit alone", corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{ResourceMidMemory: one}}}}}, true},
+		{"an init container's", corev1.PodSpec{Containers: []corev1.Container{{}}, InitContainers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{ResourceMidCPU: one}}}}}, true},
+		{"another waterline.dev name", corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{Domain + "/gpu": one}}}}}, false},
+	} {
+		if got := RequestsTierResources(&corev1.Pod{Spec: tc.spec}); got != tc.want {
+			t.Errorf("%s: RequestsTierResources = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -137,16 +137,6 @@ func (s *system) tierResources(t *testing.T) []string {
 func (s *system) deleteTierPods(t *testing.T) {
 	t.Helper()
 	ctx := t.Context()
-	requestsTier := func(p *corev1.Pod) bool {
-		for _, c := range p.Spec.Containers {
-			for name := range c.Resources.Requests {
-				if strings.HasPrefix(string(name), extension.Domain+"/") {
-					return true
-				}
-			}
-		}
-		return false
-	}
 	pods, err := s.c.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + s.node.Name})
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +144,7 @@ func (s *system) deleteTierPods(t *testing.T) {
 	var deleted []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if !requestsTier(p) {
+		if !extension.RequestsTierResources(p) {
 			continue
 		}
 		if err := s.c.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !isNotFound(err) {

@@ -34,17 +34,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/waterline-dev/waterline/apis/extension"
 )
-
-// tierResources are the extended resources waterline-manager publishes on
-// Node status.
-var tierResources = []corev1.ResourceName{
-	extension.ResourceMidCPU, extension.ResourceMidMemory,
-	extension.ResourceBatchCPU, extension.ResourceBatchMemory,
-}
 
 // removeTiersOptions are the flags of remove-tier-resources.
 type removeTiersOptions struct {
@@ -128,7 +120,7 @@ func removeTierResources(ctx context.Context, client kubernetes.Interface, out i
 			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 		).String(),
 	}, func(obj runtime.Object) error {
-		if p := obj.(*corev1.Pod); requestsTierResource(p) {
+		if p := obj.(*corev1.Pod); extension.RequestsTierResources(p) {
 			holders[p.Spec.NodeName] = append(holders[p.Spec.NodeName], p.Namespace+"/"+p.Name)
 		}
 		return nil
@@ -168,7 +160,7 @@ func removeTierResources(ctx context.Context, client kubernetes.Interface, out i
 // allocatable.
 func publishedTierResources(n *corev1.Node) []corev1.ResourceName {
 	var out []corev1.ResourceName
-	for _, name := range tierResources {
+	for _, name := range extension.TierResourceNames() {
 		_, inCapacity := n.Status.Capacity[name]
 		_, inAllocatable := n.Status.Allocatable[name]
 		if inCapacity || inAllocatable {
@@ -176,22 +168,6 @@ func publishedTierResources(n *corev1.Node) []corev1.ResourceName {
 		}
 	}
 	return out
-}
-
-// requestsTierResource reports whether p requests (or limits, which
-// defaults the request of an extended resource) a tier resource.
-func requestsTierResource(p *corev1.Pod) bool {
-	requests := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-	limits := resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{})
-	for _, name := range tierResources {
-		if _, ok := requests[name]; ok {
-			return true
-		}
-		if _, ok := limits[name]; ok {
-			return true
-		}
-	}
-	return false
 }
 
 // patchOutTierResources deletes names from the node's status capacity and

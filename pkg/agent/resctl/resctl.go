@@ -274,22 +274,7 @@ func mayHoldOurQuota(pod *corev1.Pod) bool {
 	if extension.QoSProtection(pod) == extension.NotProtected {
 		return true
 	}
-	return hasTierResources(pod)
-}
-
-func hasTierResources(pod *corev1.Pod) bool {
-	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for i := range cs {
-			for _, rl := range []corev1.ResourceList{cs[i].Resources.Requests, cs[i].Resources.Limits} {
-				for name := range rl {
-					if strings.HasPrefix(string(name), extension.Domain+"/") {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
+	return extension.RequestsTierResources(pod)
 }
 
 // intentsFor collects the pod's intents from every source, in source order,
