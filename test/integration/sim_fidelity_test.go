@@ -324,17 +324,23 @@ func fidDescribe(p *corev1.Pod) string {
 	return fmt.Sprintf("%s (band %s, %s)", p.Name, extension.BandOf(p), strings.Join(parts, ","))
 }
 
-// fidPod is pod i of the sequence: half Prod pods asking for cpu and
-// memory, half Batch pods (waterline.dev/band=batch) asking for the Batch
-// tier resources, of a few sizes each.
-func fidPod(rng *rand.Rand, i int) *corev1.Pod {
-	pod := &corev1.Pod{
+// fidPodShell is pod i of a sequence before its resources: one container,
+// for the test's scheduler.
+func fidPodShell(i int) *corev1.Pod {
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: fidNamespace, Name: fmt.Sprintf("p%02d", i)},
 		Spec: corev1.PodSpec{
 			SchedulerName: fidScheduler,
 			Containers:    []corev1.Container{{Name: "c", Image: "fake"}},
 		},
 	}
+}
+
+// fidPod is pod i of the sequence: half Prod pods asking for cpu and
+// memory, half Batch pods (waterline.dev/band=batch) asking for the Batch
+// tier resources, of a few sizes each.
+func fidPod(rng *rand.Rand, i int) *corev1.Pod {
+	pod := fidPodShell(i)
 	r := &pod.Spec.Containers[0].Resources
 	if rng.IntN(2) == 0 {
 		cpu := []string{"500m", "1", "2", "4"}[rng.IntN(4)]
@@ -358,13 +364,7 @@ func fidPod(rng *rand.Rand, i int) *corev1.Pod {
 // them). One in five cpu sizes is 30 cores, which only an emptyish 32-core
 // node takes, so that the sequence meets refusals.
 func fidBaselinePod(rng *rand.Rand, i int) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: fidNamespace, Name: fmt.Sprintf("p%02d", i)},
-		Spec: corev1.PodSpec{
-			SchedulerName: fidScheduler,
-			Containers:    []corev1.Container{{Name: "c", Image: "fake"}},
-		},
-	}
+	pod := fidPodShell(i)
 	r := &pod.Spec.Containers[0].Resources
 	cpu := []string{"500m", "1", "2", "4", "30"}[rng.IntN(5)]
 	mem := []string{"1Gi", "2Gi", "4Gi", "16Gi"}[rng.IntN(4)]
