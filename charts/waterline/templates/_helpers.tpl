@@ -70,3 +70,43 @@ podAntiAffinity:
   value: {{ .Values.localCluster.apiServer.port | quote }}
 {{- end }}
 {{- end -}}
+
+{{/*
+waterline.validateNodeQOS stops the render when nodeQOS.spec's lines are out
+of the order the NodeQOS CRD's rules require, naming the value: the API
+server would refuse the object, but only after helm had created everything
+before it. The CRD (config/crd, spec.cpu and spec.memory) is the authority;
+these are its ordering rules, in the same words.
+*/}}
+{{- define "waterline.validateNodeQOS" -}}
+{{- $cpu := .cpu | default dict -}}
+{{- $mem := .memory | default dict -}}
+{{- $f := "nodeQOS.spec.cpu" -}}
+{{- if and (hasKey $cpu "evictPercent") (hasKey $cpu "throttlePercent") -}}
+{{- if le (int $cpu.evictPercent) (int $cpu.throttlePercent) -}}
+{{- fail (printf "%s.evictPercent (%v): evictPercent must be greater than throttlePercent (%v)" $f $cpu.evictPercent $cpu.throttlePercent) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (hasKey $cpu "throttlePercent") (hasKey $cpu "forbidSchedulingPercent") -}}
+{{- if lt (int $cpu.throttlePercent) (int $cpu.forbidSchedulingPercent) -}}
+{{- fail (printf "%s.throttlePercent (%v): throttlePercent must be at least forbidSchedulingPercent (%v)" $f $cpu.throttlePercent $cpu.forbidSchedulingPercent) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (hasKey $cpu "evictPercent") (hasKey $cpu "forbidSchedulingPercent") -}}
+{{- if le (int $cpu.evictPercent) (int $cpu.forbidSchedulingPercent) -}}
+{{- fail (printf "%s.evictPercent (%v): evictPercent must be greater than forbidSchedulingPercent (%v)" $f $cpu.evictPercent $cpu.forbidSchedulingPercent) -}}
+{{- end -}}
+{{- end -}}
+{{- if hasKey $cpu "restorePercent" -}}
+{{- if not (hasKey $cpu "throttlePercent") -}}
+{{- fail (printf "%s.restorePercent (%v): restorePercent needs throttlePercent and must not be above it" $f $cpu.restorePercent) -}}
+{{- else if gt (int $cpu.restorePercent) (int $cpu.throttlePercent) -}}
+{{- fail (printf "%s.restorePercent (%v): restorePercent needs throttlePercent and must not be above it (%v)" $f $cpu.restorePercent $cpu.throttlePercent) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (hasKey $mem "evictPercent") (hasKey $mem "forbidSchedulingPercent") -}}
+{{- if le (int $mem.evictPercent) (int $mem.forbidSchedulingPercent) -}}
+{{- fail (printf "nodeQOS.spec.memory.evictPercent (%v): evictPercent must be greater than forbidSchedulingPercent (%v)" $mem.evictPercent $mem.forbidSchedulingPercent) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -160,3 +160,37 @@ scheduler:
 		t.Errorf("nodeQOS.create false: NodeQOS %v, want none (an empty, non-nil list)", off.nodeQOS)
 	}
 }
+
+// TestChartNodeQOSChecksAgreeWithTheCRD: the chart stops a render whose
+// NodeQOS lines are out of order (charts/waterline/ci/bad/nodeqos-*.yaml,
+// each checked by hack/verify-chart.sh to be refused by `helm template`);
+// admitted as the cluster would admit them (the CRD's own rules, offline),
+// each of those values files must be refused on the same field, so the
+// chart's copy of the rules never refuses what the cluster accepts.
+func TestChartNodeQOSChecksAgreeWithTheCRD(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "charts", "waterline", "ci", "bad", "nodeqos-*.yaml"))
+	if err != nil || len(files) < 5 {
+		t.Fatalf("want the chart's NodeQOS bad cases, found %v (%v)", files, err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			body, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _, _ := strings.Cut(strings.TrimPrefix(strings.SplitN(string(body), "\n", 2)[0], "# want: "), " ")
+			if strings.HasPrefix(want, "at") {
+				// A values.schema.json refusal: "at '/nodeQOS/spec/cpu/x'".
+				_, after, _ := strings.Cut(strings.SplitN(string(body), "\n", 2)[0], "'/")
+				want = strings.ReplaceAll(strings.TrimSuffix(after, "'"), "/", ".")
+			}
+			_, err = loadChartValues(t.Context(), file)
+			if err == nil {
+				t.Fatalf("the CRD admits what the chart refuses (%s)", want)
+			}
+			if !strings.Contains(err.Error(), want+":") {
+				t.Errorf("the CRD refuses %s, not on %s: %v", filepath.Base(file), want, err)
+			}
+		})
+	}
+}

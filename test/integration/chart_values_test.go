@@ -1,0 +1,131 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+
+	testutil "github.com/waterline-dev/waterline/test/util"
+)
+
+// TestChartCIValuesAreAdmitted renders charts/waterline with each of its
+// ci/*-values.yaml -- the defaults, local-up's, and the largest and the
+// smallest values its schema admits -- and creates every object it renders,
+// hooks included, on a real API server in dry run with strict field
+// validation, as helm would send them. values.schema.json and `helm
+// template` know neither the CRDs' rules nor the API server's, and `helm
+// install --dry-run=server` does not send objects for validation, so a
+// values file the chart renders could otherwise still fail half-way
+// through an install. Kinds this server does not serve (cert-manager's,
+// the Prometheus Operator's) are listed in the log and not checked.
+func TestChartCIValuesAreAdmitted(t *testing.T) {
+	t.Parallel()
+	c := testutil.StartCluster(t, testutil.Options{})
+	ctx := t.Context()
+	client, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	const namespace = "waterline-system"
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	chart := testutil.ChartDir()
+	files, err := filepath.Glob(filepath.Join(chart, "ci", "*-values.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("want at least the default, local, largest and smallest values in %s/ci, found %v (%v)", chart, files, err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			manifest := c.Helm(t, "template", "waterline", chart, "-n", namespace, "-f", file)
+			objects := decodeManifest(t, manifest)
+			var checked int
+			var unserved []string
+			for _, obj := range objects {
+				gvk := obj.GroupVersionKind()
+				mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+				if meta.IsNoMatchError(err) {
+					unserved = append(unserved, gvk.Kind+"/"+obj.GetName())
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s %s: %v", gvk, obj.GetName(), err)
+				}
+				var ri dynamic.ResourceInterface = client.Resource(mapping.Resource)
+				if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+					if obj.GetNamespace() == "" {
+						obj.SetNamespace(namespace)
+					}
+					ri = client.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+				}
+				_, err = ri.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict})
+				if err != nil {
+					t.Errorf("the API server refuses %s %q rendered with %s: %v", gvk.Kind, obj.GetName(), filepath.Base(file), err)
+				}
+				checked++
+			}
+			slices.Sort(unserved)
+			t.Logf("%d objects admitted in dry run; not served here, so not checked: %s", checked, strings.Join(unserved, ", "))
+			if checked < 20 {
+				t.Errorf("only %d objects checked: the render is not what this test expects", checked)
+			}
+		})
+	}
+}
+
+// decodeManifest splits a multi-document manifest into its objects.
+func decodeManifest(t *testing.T, manifest string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(manifest), 4096)
+	for {
+		var obj map[string]any
+		err := dec.Decode(&obj)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("decoding the rendered chart: %v", err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+}
