@@ -39,6 +39,8 @@ cp config/crd/bases/*.yaml "$chart/crds/"
 cp config/rbac/manager/role.yaml "$chart/files/rbac/manager-role.yaml"
 cp config/rbac/agent/role.yaml "$chart/files/rbac/agent-role.yaml"
 cp config/priorityclasses/priorityclasses.yaml "$chart/files/priorityclasses.yaml"
+# The CRDs' spec schemas into values.schema.json (its "definitions").
+go run ./hack/chart-schema
 
 rm -rf pkg/client
 "$bin/applyconfiguration-gen" \

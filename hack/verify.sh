@@ -10,7 +10,7 @@ cd "$root"
 failed=0
 
 echo ">> checking generated code"
-generated=(apis config/crd config/rbac pkg/client pkg/scheduler/apis charts/waterline/crds charts/waterline/files/rbac charts/waterline/files/priorityclasses.yaml)
+generated=(apis config/crd config/rbac pkg/client pkg/scheduler/apis charts/waterline/crds charts/waterline/files/rbac charts/waterline/files/priorityclasses.yaml charts/waterline/values.schema.json)
 before=$(git status --porcelain --untracked-files=all -- "${generated[@]}")
 before_diff=$(git diff -- "${generated[@]}")
 hack/update-codegen.sh

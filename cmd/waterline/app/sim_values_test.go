@@ -161,15 +161,23 @@ scheduler:
 	}
 }
 
-// TestChartNodeQOSChecksAgreeWithTheCRD: the chart stops a render whose
-// NodeQOS lines are out of order (charts/waterline/ci/bad/nodeqos-*.yaml,
-// each checked by hack/verify-chart.sh to be refused by `helm template`);
-// admitted as the cluster would admit them (the CRD's own rules, offline),
+// TestChartRefusesWhatTheCRDsRefuse: the chart refuses NodeQOS and
+// ColocationPolicy specs the cluster would refuse -- by its templates' check
+// of the lines' order and by the CRDs' schemas in values.schema.json
+// (charts/waterline/ci/bad/nodeqos-*.yaml and policy-*.yaml, each checked
+// by hack/verify-chart.sh to be refused by `helm template`). Admitted as
+// the cluster would admit them (the CRDs' own schemas and rules, offline),
 // each of those values files must be refused on the same field, so the
-// chart's copy of the rules never refuses what the cluster accepts.
-func TestChartNodeQOSChecksAgreeWithTheCRD(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "charts", "waterline", "ci", "bad", "nodeqos-*.yaml"))
-	if err != nil || len(files) < 5 {
+// chart never refuses what the cluster accepts in these cases.
+func TestChartRefusesWhatTheCRDsRefuse(t *testing.T) {
+	bad := filepath.Join("..", "..", "..", "charts", "waterline", "ci", "bad")
+	nodeQOS, err := filepath.Glob(filepath.Join(bad, "nodeqos-*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := filepath.Glob(filepath.Join(bad, "policy-*.yaml"))
+	files := append(nodeQOS, policy...)
+	if err != nil || len(nodeQOS) < 6 || len(policy) < 2 {
 		t.Fatalf("want the chart's NodeQOS bad cases, found %v (%v)", files, err)
 	}
 	for _, file := range files {
@@ -182,13 +190,14 @@ func TestChartNodeQOSChecksAgreeWithTheCRD(t *testing.T) {
 			if strings.HasPrefix(want, "at") {
 				// A values.schema.json refusal: "at '/nodeQOS/spec/cpu/x'".
 				_, after, _ := strings.Cut(strings.SplitN(string(body), "\n", 2)[0], "'/")
-				want = strings.ReplaceAll(strings.TrimSuffix(after, "'"), "/", ".")
+				path, _, _ := strings.Cut(after, "'")
+				want = strings.ReplaceAll(path, "/", ".")
 			}
 			_, err = loadChartValues(t.Context(), file)
 			if err == nil {
 				t.Fatalf("the CRD admits what the chart refuses (%s)", want)
 			}
-			if !strings.Contains(err.Error(), want+":") {
+			if !strings.Contains(err.Error(), want+":") && !strings.Contains(err.Error(), want+".") {
 				t.Errorf("the CRD refuses %s, not on %s: %v", filepath.Base(file), want, err)
 			}
 		})

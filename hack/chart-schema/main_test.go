@@ -1,0 +1,60 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func TestJSONSchema(t *testing.T) {
+	var in apiextensionsv1.JSONSchemaProps
+	if err := yaml.Unmarshal([]byte(`
+type: object
+description: dropped
+properties:
+  percent: {type: integer, format: int32, minimum: 1, maximum: 100, default: 70}
+  quantity: {anyOf: [{type: integer}, {type: string}], x-kubernetes-int-or-string: true, pattern: '^[0-9]+$'}
+  mode: {type: string, enum: [a, b]}
+  free: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {x: {type: string}}}
+  labels: {type: object, additionalProperties: {type: string}}
+  maybe: {type: string, nullable: true}
+  list: {type: array, maxItems: 3, items: {type: object, required: [name], properties: {name: {type: string, minLength: 1}}}}
+x-kubernetes-validations: [{rule: 'true'}]
+`), &in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(jsonSchema(&in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"additionalProperties":false,"properties":{` +
+		`"free":{"properties":{"x":{"type":"string"}},"type":"object"},` +
+		`"labels":{"additionalProperties":{"type":"string"},"type":"object"},` +
+		`"list":{"items":{"additionalProperties":false,"properties":{"name":{"minLength":1,"type":"string"}},"required":["name"],"type":"object"},"maxItems":3,"type":"array"},` +
+		`"maybe":{"type":["string","null"]},` +
+		`"mode":{"enum":["a","b"],"type":"string"},` +
+		`"percent":{"maximum":100,"minimum":1,"type":"integer"},` +
+		`"quantity":{"anyOf":[{"type":"integer"},{"type":"string"}],"pattern":"^[0-9]+$"}` +
+		`},"type":"object"}`
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
