@@ -410,7 +410,7 @@ state = "$node_dir/state"
   # Some VMs do not let a process lower its oom_score_adj: without this
   # every sandbox fails in runc.
   restrict_oom_score_adj = true
-  sandbox_image = "docker.io/local/pause:test"
+  sandbox_image = "local/pause:test"
   disable_apparmor = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
@@ -505,7 +505,7 @@ stop_real_node() {
 chart_values() { # manager-enabled agent-enabled
   cat <<YAML
 localCluster: {enabled: true, apiServer: {host: 127.0.0.1, port: $APISERVER_PORT}}
-image: {registry: docker.io/library, tag: latest, pullPolicy: Never}
+image: {registry: "", tag: latest, pullPolicy: Never}
 manager:
   enabled: $1
   replicas: 1

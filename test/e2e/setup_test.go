@@ -183,7 +183,7 @@ func (s *system) install(t *testing.T) {
 	s.agentHealth, s.agentMetrics = testutil.FreePort(t), testutil.FreePort(t)
 	values := map[string]any{
 		"localCluster": map[string]any{"enabled": true, "apiServer": map[string]any{"host": api.Hostname(), "port": apiPort}},
-		"image":        map[string]any{"registry": "docker.io/library", "tag": imagetar.WaterlineTag, "pullPolicy": "Never"},
+		"image":        map[string]any{"registry": "", "tag": imagetar.WaterlineTag, "pullPolicy": "Never"},
 		"manager": map[string]any{
 			"replicas": 1, "leaderElection": map[string]any{"enabled": false},
 			"ports":        map[string]any{"webhook": testutil.FreePort(t), "metrics": testutil.FreePort(t), "health": testutil.FreePort(t)},

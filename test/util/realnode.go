@@ -79,14 +79,12 @@ type RealNode struct {
 	layoutErr  error
 }
 
-// Images imported into every real node.
+// Images imported into every real node, by the references pods use: the
+// container runtime adds its default registry to a reference without one,
+// on import and on lookup alike, so no registry is named.
 const (
-	BusyboxImage = "docker.io/" + imagetar.BusyboxImage
-	PauseImage   = "docker.io/" + imagetar.PauseImage
-	// AgentImage is the agent's image; ManagerImage the manager's. Install
-	// charts/waterline with ChartImageValues to use them.
-	AgentImage   = "docker.io/library/waterline-agent:" + imagetar.WaterlineTag
-	ManagerImage = "docker.io/library/waterline-manager:" + imagetar.WaterlineTag
+	BusyboxImage = imagetar.BusyboxImage
+	PauseImage   = imagetar.PauseImage
 )
 
 const cgroupMount = "/sys/fs/cgroup"

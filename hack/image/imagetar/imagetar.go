@@ -54,8 +54,8 @@ type File struct {
 // Image is a one-layer image.
 type Image struct {
 	// Name is the reference it imports as, e.g. "waterline-agent:latest"
-	// (docker.io/library/waterline-agent:latest in containerd) or
-	// "local/busybox:test".
+	// or "local/busybox:test" (containerd stores it with its default
+	// registry added, and finds it by either form).
 	Name string
 	// Files make up the layer; parent directories are added.
 	Files []File
