@@ -42,12 +42,14 @@ import (
 // ci/*-values.yaml -- the defaults, local-up's, and the largest and the
 // smallest values its schema admits -- and creates every object it renders,
 // hooks included, on a real API server in dry run with strict field
-// validation, as helm would send them. values.schema.json and `helm
-// template` know neither the CRDs' rules nor the API server's, and `helm
-// install --dry-run=server` does not send objects for validation, so a
-// values file the chart renders could otherwise still fail half-way
-// through an install. Kinds this server does not serve (cert-manager's,
-// the Prometheus Operator's) are listed in the log and not checked.
+// validation, as helm would send them. values.schema.json holds the CRDs'
+// spec schemas but not the API server's other checks, and `helm install
+// --dry-run=server` does not send objects for validation, so a values
+// file the chart renders could otherwise still fail half-way through an
+// install (the largest and smallest files did, before their NodeQOS lines
+// were put in the order the CRD requires). Kinds this server does not
+// serve (cert-manager's, the Prometheus Operator's) are listed in the log
+// and not checked.
 func TestChartCIValuesAreAdmitted(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{})
