@@ -214,6 +214,8 @@ func (r *run) buildNodes() error {
 	r.sched.views = fits
 	layouts := map[int64]*predict.Layout{}
 	r.reportEvery = 0
+	// The nodes side by side, in the order every step walks them.
+	backing := make([]node, len(r.w.Nodes))
 	for i := range r.w.Nodes {
 		spec := &r.w.Nodes[i]
 		obj := &corev1.Node{
@@ -225,7 +227,8 @@ func (r *run) buildNodes() error {
 			}},
 		}
 		obj.Status.Capacity = obj.Status.Allocatable.DeepCopy()
-		n := &node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable), fit: &fits[i]}
+		n := &backing[i]
+		*n = node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable), fit: &fits[i]}
 		n.syncFit()
 		n.assigned = n.assignedSeq()
 		resolved, errs := policy.ForNode(obj.Labels, policies)
