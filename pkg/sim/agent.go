@@ -27,6 +27,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/core/tiers"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
 
 // nodeQoS is one cycle of the node agent's QoS loop: sample the CPU
@@ -122,7 +123,7 @@ func (r *run) nodeQoS(n *node) {
 func (r *run) measureCandidates(n *node) {
 	for i, hi := range n.candHot {
 		c, h := &n.cands[i], &n.hot[hi]
-		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = h.usageCPU, h.usageMemory, h.quota
+		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = int64(h.usageCPU), n.mem[hi], h.quota
 	}
 	n.be, n.beFresh = qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands), true
 }
@@ -268,7 +269,7 @@ func (r *run) report(n *node) {
 	var prodMidCPU, prodMidMem int64
 	for i := range n.hot {
 		h := &n.hot[i]
-		u := nodeload.Vector{nodeload.CPU: n.snaps[i].report(r.aggReports, h.avgSum, h.avgSteps), nodeload.Memory: h.usageMemory}
+		u := nodeload.Vector{nodeload.CPU: n.snaps[i].report(r.aggReports, h.avgSum, n.usageSteps-int64(h.placedAt)), nodeload.Memory: n.mem[i]}
 		n.seen[i].report = nodeload.PodReport{Usage: u, Reported: true}
 		if h.tier == tierProd || h.tier == tierMid {
 			prodMidCPU += u[nodeload.CPU]
@@ -337,10 +338,10 @@ func (r *run) splitBandCaps(n *node) {
 			continue
 		}
 		if !p.candidate {
-			reserved += max(h.cpuLimit, p.req[resBatchCPU])
+			reserved += max(int64(h.cpuLimit), p.req[resBatchCPU])
 			continue
 		}
-		members = append(members, tiers.BandMember{RequestMilli: p.req[resBatchCPU], LimitMilli: h.cpuLimit})
+		members = append(members, tiers.BandMember{RequestMilli: p.req[resBatchCPU], LimitMilli: int64(h.cpuLimit)})
 		idx = append(idx, i)
 	}
 	r.bandMembers, r.bandIdx = members, idx
@@ -350,7 +351,9 @@ func (r *run) splitBandCaps(n *node) {
 	caps := tiers.BandCaps(n.alloc[resBatchCPU]-reserved, members, tierlimits.DefaultBandCapFloorPercent, resctl.MinQuotaMilli)
 	for j, c := range caps {
 		if m := members[j]; m.LimitMilli == 0 || c < m.LimitMilli {
-			n.hot[idx[j]].bandCap = c
+			// A cap beyond the 32 bits caps nothing: no demand reaches
+			// it (podHot).
+			n.hot[idx[j]].bandCap = int32(min(c, workload.MaxMilliCPU))
 		}
 	}
 }
@@ -365,12 +368,12 @@ func (r *run) predict(n *node, now time.Time) {
 		if h.tier != tierProd {
 			continue
 		}
-		prodCPU += h.usageCPU
-		prodMem += h.usageMemory
+		prodCPU += int64(h.usageCPU)
+		prodMem += n.mem[i]
 		// The tracker's AddPodSample, without looking the pod up by name.
 		if p.cpuHist != nil {
 			p.cpuHist.AddSample(float64(h.usageCPU)/1000, 1, now)
-			p.memHist.AddSample(float64(h.usageMemory)/gib, 1, now)
+			p.memHist.AddSample(float64(n.mem[i])/gib, 1, now)
 		}
 	}
 	n.cpuTracker.AddNodeSample(float64(prodCPU+sysCPU)/1000, 1, now)

@@ -114,32 +114,40 @@ const (
 	numKinds
 )
 
-// podHot is what every step reads and writes of a pod. A node keeps its
-// pods' podHot values side by side (node.hot), so that stepping a thousand
-// nodes walks small contiguous arrays instead of chasing a pointer per pod.
+// podHot is what every step reads and writes of a pod, in one 64-byte
+// cache line. A node keeps its pods' podHot values side by side
+// (node.hot), so that stepping a thousand nodes walks small contiguous
+// arrays instead of chasing a pointer per pod. CPU figures are millicores
+// in 32 bits: workload.Workload.Validate bounds every figure they come
+// from (node CPU, job requests, service limits and peak demand) by
+// workload.MaxMilliCPU, and run.derive refuses a pod whose limit exceeds
+// it, so every value fits. Sums over pods stay 64-bit.
 type podHot struct {
-	// svc is the service a Prod pod runs (nil for jobs); a job's demand
-	// and work are copied here from its spec.
-	svc         *workload.Service
-	jobCPU      int64
-	work        int64 // millicore-seconds
-	cpuLimit    int64 // millicores, tier limits counted; 0 is none
-	quota       int64 // CPU quota node QoS holds the pod at (qos.NoQuota: none)
-	bandCap     int64 // the agent's Batch band cap of the pod (0: none)
-	wantCPU     int64 // this step: demand capped at the limit
-	allowedCPU  int64 // ... and at the quota
-	usageCPU    int64 // ... and shared under contention
-	usageMemory int64
-	done        int64 // work done so far, millicore-seconds (jobs)
-	avgSum      int64 // Σ usageCPU, for the NodeMetric's averages
-	avgSteps    int64
+	// left is the work a job pod has still to do, millicore-seconds: its
+	// job's work less what it did (on this node and, as EvictedWork says,
+	// before an eviction). The pod is done at left ≤ 0.
+	left int64
+	// avgSum is Σ usageCPU since the pod was placed, for the NodeMetric's
+	// averages; the steps it covers are node.usageSteps - placedAt.
+	avgSum int64
+	quota  int64 // CPU quota node QoS holds the pod at (qos.NoQuota: none)
+	// demand is a job's CPU demand, or a service's index in run.demands
+	// (kind says which).
+	demand     int32
+	cpuLimit   int32 // millicores, tier limits counted; 0 is none
+	bandCap    int32 // the agent's Batch band cap of the pod (0: none)
+	wantCPU    int32 // this step: demand capped at the limit
+	allowedCPU int32 // ... and at the quota
+	usageCPU   int32 // ... and shared under contention
 	// shares are the pod's cpu.shares as kubelet writes them from its CPU
 	// request (2 without one), 0 for a BestEffort pod: it lives in the
 	// besteffort cgroup, where beShares weigh it (the agent's shares from
 	// its tier request, or 2).
-	shares, beShares int64
-	tier             tier
-	kind             kind
+	shares, beShares int32
+	// placedAt is node.usageSteps when the pod was placed.
+	placedAt int32
+	tier     tier
+	kind     kind
 }
 
 // pod is one simulated pod: the corev1.Pod the cores look at, and what
@@ -148,6 +156,9 @@ type pod struct {
 	// h is the pod's podHot while it is not on a node; on a node it lives
 	// in node.hot (see st).
 	h podHot
+	// mem is the pod's memory usage, bytes (constant; on a node, also in
+	// node.mem).
+	mem int64
 	// podShape is what the pod was admitted as, shared with the other
 	// pods of its job template.
 	*podShape
@@ -243,6 +254,10 @@ type node struct {
 	pods  []*pod
 	hot   []podHot
 	snaps []avgSnaps
+	// mem[i] is pods[i]'s memory usage, and podMem their sum: runNode
+	// needs only the sum, which changes only when a pod comes or goes.
+	mem    []int64
+	podMem int64
 	// seen[i] is what LoadAware knows of pods[i] on the node, kept only
 	// with LoadAware on: the plain policies' clusters would spend most of
 	// their per-pod memory on it.
@@ -355,12 +370,13 @@ func newPod(obj *corev1.Pod, la *nodeload.Config, seq int64) *pod {
 	p.candidate = band.IsLowPriority() && extension.QoSProtection(obj) == extension.NotProtected
 	p.h.kind = kindService
 	cand := qos.NewCandidate(obj, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})
-	p.h.cpuLimit = cand.CPULimitMilli
+	// A limit beyond the 32 bits saturates; run.derive refuses it.
+	p.h.cpuLimit = int32(min(cand.CPULimitMilli, workload.MaxMilliCPU))
 	p.bestEffort = p.req[resCPU] == 0 && p.req[resMemory] == 0
 	if !p.bestEffort {
-		p.h.shares = milliCPUToShares(p.req[resCPU])
+		p.h.shares = int32(milliCPUToShares(p.req[resCPU]))
 	} else {
-		p.h.beShares = milliCPUToShares(p.req[resMidCPU] + p.req[resBatchCPU])
+		p.h.beShares = int32(milliCPUToShares(p.req[resMidCPU] + p.req[resBatchCPU]))
 	}
 	return p
 }
@@ -370,6 +386,9 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	p.node, p.nodeIdx = n, len(n.pods)
 	n.pods = append(n.pods, p)
 	n.hot = append(n.hot, p.h)
+	n.hot[p.nodeIdx].placedAt = int32(n.usageSteps)
+	n.mem = append(n.mem, p.mem)
+	n.podMem += p.mem
 	if n.ownReports {
 		n.snaps = append(n.snaps, avgSnaps{})
 	}
@@ -419,6 +438,9 @@ func (n *node) remove(p *pod) {
 	moved := n.pods[last]
 	n.pods[p.nodeIdx] = moved
 	n.hot[p.nodeIdx] = n.hot[last]
+	n.mem[p.nodeIdx] = n.mem[last]
+	n.mem = n.mem[:last]
+	n.podMem -= p.mem
 	if n.ownReports {
 		n.snaps[p.nodeIdx] = n.snaps[last]
 		n.snaps = n.snaps[:last]
