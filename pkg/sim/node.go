@@ -241,6 +241,10 @@ type node struct {
 	alloc, req                resVec
 	fit                       *fitView
 	nonZeroCPU, nonZeroMemory int64
+	// balanceWithout is balanceOf(req, alloc), for the scheduler's
+	// NodeResourcesBalancedAllocation score (place and remove keep it;
+	// the cpu and memory allocatable never change).
+	balanceWithout int64
 	// batchReqCPU is Σ the CPU requests (tier or not) of its Batch pods.
 	batchReqCPU int64
 	// prodReqCPU and prodReqMemory are Σ the cpu and memory requests of
@@ -393,6 +397,7 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 		n.snaps = append(n.snaps, avgSnaps{})
 	}
 	n.req.add(&p.req)
+	n.balanceWithout = balanceOf(&n.req, &n.alloc)
 	n.syncFit()
 	if p.job >= 0 {
 		for int(p.vgroup) >= len(n.groupReq) {
@@ -459,6 +464,7 @@ func (n *node) remove(p *pod) {
 	n.pods = n.pods[:last]
 	n.hot = n.hot[:last]
 	n.req.sub(&p.req)
+	n.balanceWithout = balanceOf(&n.req, &n.alloc)
 	n.syncFit()
 	if p.job >= 0 {
 		n.groupReq[p.vgroup].sub(&p.req)

@@ -233,6 +233,7 @@ func (r *run) buildNodes() error {
 		obj.Status.Capacity = obj.Status.Allocatable.DeepCopy()
 		n := &backing[i]
 		*n = node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable), fit: &fits[i]}
+		n.balanceWithout = balanceOf(&n.req, &n.alloc)
 		n.syncFit()
 		n.assigned = n.assignedSeq()
 		resolved, errs := policy.ForNode(obj.Labels, policies)

@@ -100,6 +100,7 @@ func newScheduler(la *nodeload.Config, laWeight int64, nodes []*corev1.Node, see
 			fit:   &fits[i],
 		}
 		n.syncFit()
+		n.balanceWithout = balanceOf(&n.req, &n.alloc)
 		n.assigned = n.assignedSeq()
 		if la != nil {
 			// A malformed annotation is ignored, as the plugin does.
