@@ -616,8 +616,6 @@ type windowSample struct {
 	usage, request, allowing int64
 }
 
-func newCPUWindow(n int) cpuWindow { return cpuWindow{samples: make([]windowSample, max(n, 1))} }
-
 func (w *cpuWindow) push(s windowSample) {
 	old := w.samples[w.next]
 	w.sum.node += s.node - old.node

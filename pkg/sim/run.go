@@ -220,6 +220,7 @@ func (r *run) buildNodes() error {
 	r.reportEvery = 0
 	// The nodes side by side, in the order every step walks them.
 	backing := make([]node, len(r.w.Nodes))
+	var windows []windowSample
 	for i := range r.w.Nodes {
 		spec := &r.w.Nodes[i]
 		obj := &corev1.Node{
@@ -276,7 +277,14 @@ func (r *run) buildNodes() error {
 		}
 		if r.policy.colocated() {
 			n.planner = planner
-			n.window = newCPUWindow(int(time.Duration(waterlines.CPUEviction.WindowSeconds) * time.Second / cfg.QoSInterval))
+			// The windows side by side too: every QoS cycle pushes a
+			// sample into each, in node order.
+			k := max(int(time.Duration(waterlines.CPUEviction.WindowSeconds)*time.Second/cfg.QoSInterval), 1)
+			if len(windows) < k {
+				windows = make([]windowSample, k*(len(r.w.Nodes)-i))
+			}
+			n.window = cpuWindow{samples: windows[:k:k]}
+			windows = windows[k:]
 			n.maxPerMin = float64(v1alpha1.DefaultEvictionMaxPerMinute)
 			for j, nq := range selected {
 				m := float64(*v1alpha1.NodeQOSSpecWithDefaults(&nq.Spec).Eviction.MaxPerMinute)
