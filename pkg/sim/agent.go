@@ -230,8 +230,8 @@ func (r *run) setQuota(n *node, p *pod, q int64) {
 // its NodeMetric when it changes.
 func (r *run) setForbid(n *node, forbid bool) {
 	n.forbid = forbid
-	if n.load.Metric != nil {
-		n.load.Metric.ForbidScheduling = forbid
+	if n.load.Metric != nil && n.load.Metric.ForbidScheduling != forbid {
+		n.load.Metric.ForbidScheduling, n.sumFresh = forbid, false
 	}
 }
 
@@ -289,7 +289,7 @@ func (r *run) report(n *node) {
 		m.HasProdPeak = true
 	}
 	r.la.SetPredictedNodeUsage(m)
-	n.excessFresh = false
+	n.excessFresh, n.sumFresh = false, false
 
 	in := tiers.NodeInput{
 		CPU: tiers.ResourceState{

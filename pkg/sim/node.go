@@ -281,6 +281,13 @@ type node struct {
 	// NodeMetrics) they are looked up in load.Metric.
 	ownReports  bool
 	excessFresh bool
+	// sum is load reduced to what LoadAware's Filter and Score read
+	// (nodeload.NodeSummary: a couple of cache lines instead of the
+	// NodeLoad and its Metric), made again by loadSummary when load
+	// changed (sumFresh false: refreshExcess, the reports, setForbid and
+	// SetNodeMetric clear it).
+	sum         nodeload.NodeSummary
+	sumFresh    bool
 	excessUntil time.Time
 	assigned    iter.Seq[*nodeload.AssignedPod]
 
@@ -528,6 +535,16 @@ func (n *node) syncFit() {
 	}
 }
 
+// loadSummary is the node's LoadAware view at now as la's Filter and
+// Score read it: FilterSummary and ScoreSummary give their answers.
+func (n *node) loadSummary(la *nodeload.Config, now time.Time) *nodeload.NodeSummary {
+	n.refreshExcess(now)
+	if !n.sumFresh {
+		n.sum, n.sumFresh = la.Summarize(&n.load), true
+	}
+	return &n.sum
+}
+
 // refreshExcess brings LoadAware's excess of the node's pods up to now,
 // as the plugin's cache does before Filter and Score read it.
 func (n *node) refreshExcess(now time.Time) {
@@ -538,7 +555,7 @@ func (n *node) refreshExcess(now time.Time) {
 	if n.excessFresh && (n.excessUntil.IsZero() || now.Before(n.excessUntil)) {
 		return
 	}
-	n.excessFresh = true
+	n.excessFresh, n.sumFresh = true, false
 	if !n.ownReports {
 		n.load.Excess, n.load.ProdExcess, n.excessUntil = nodeload.NodeExcess(n.assigned, m, now)
 		return

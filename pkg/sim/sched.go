@@ -110,8 +110,7 @@ func fitsView(p *pod, f *fitView, now time.Time) bool {
 // fitsLoad is the filters after fitsView: LoadAware's, when it is on.
 func (s *scheduler) fitsLoad(p *pod, n *node, now time.Time) bool {
 	if s.la != nil {
-		n.refreshExcess(now)
-		if s.la.Filter(&p.load, &n.load, now).Reason != nodeload.Fit {
+		if s.la.FilterSummary(&p.load, n.loadSummary(s.la, now), now.UnixNano()).Reason != nodeload.Fit {
 			return false
 		}
 	}
@@ -128,8 +127,7 @@ func (s *scheduler) score(p *pod, n *node, now time.Time) int64 {
 		total += balancedAllocation(&p.req, &n.req, &n.alloc, n.balanceWithout)
 	}
 	if s.la != nil {
-		n.refreshExcess(now)
-		total += s.laWeight * s.la.Score(&p.load, &n.load, now)
+		total += s.laWeight * s.la.ScoreSummary(&p.load, n.loadSummary(s.la, now), now.UnixNano())
 	}
 	return total
 }

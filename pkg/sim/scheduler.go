@@ -124,7 +124,7 @@ func (s *Scheduler) SetNodeMetric(nm *v1alpha1.NodeMetric) error {
 		return fmt.Errorf("NodeMetric %s: no such node", nm.Name)
 	}
 	n.load.Metric = s.la.NewMetric(nm)
-	n.excessFresh = false
+	n.excessFresh, n.sumFresh = false, false
 	return nil
 }
 
