@@ -25,6 +25,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/tierlimits"
 	"github.com/waterline-dev/waterline/pkg/core/nodeload"
+	"github.com/waterline-dev/waterline/pkg/core/predict"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/core/tiers"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
@@ -378,8 +379,18 @@ func (r *run) predict(n *node, now time.Time) {
 	}
 	n.cpuTracker.AddNodeSample(float64(prodCPU+sysCPU)/1000, 1, now)
 	n.memTracker.AddNodeSample(float64(prodMem+sysMem)/gib, 1, now)
-	n.cpuTracker.AddSystemSample(float64(sysCPU)/1000, 1, now)
-	n.memTracker.AddSystemSample(float64(sysMem)/gib, 1, now)
+	if n.sysCPUHist == nil {
+		// The first sample tracks the system as a pod, after the
+		// services; later ones go to its histograms without the
+		// trackers' lookups by name (as AddSystemSample would: the
+		// simulation never removes a pod from a tracker).
+		n.cpuTracker.AddSystemSample(float64(sysCPU)/1000, 1, now)
+		n.memTracker.AddSystemSample(float64(sysMem)/gib, 1, now)
+		n.sysCPUHist, n.sysMemHist = n.cpuTracker.Pod(predict.SystemPodID), n.memTracker.Pod(predict.SystemPodID)
+	} else {
+		n.sysCPUHist.AddSample(float64(sysCPU)/1000, 1, now)
+		n.sysMemHist.AddSample(float64(sysMem)/gib, 1, now)
+	}
 	model := n.model
 	cpu := model.Predict(n.cpuTracker.Input(now))
 	mem := model.Predict(n.memTracker.Input(now))

@@ -323,6 +323,9 @@ type node struct {
 	model      predict.Predictor
 	cpuTracker *predict.Tracker
 	memTracker *predict.Tracker
+	// sysCPUHist and sysMemHist are the trackers' histograms of the
+	// system (predict.SystemPodID), once it has a sample.
+	sysCPUHist, sysMemHist *predict.Histogram
 	// Published predictions and tiers.
 	hasPeak          bool
 	peakCPU, peakMem int64
