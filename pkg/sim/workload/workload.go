@@ -133,10 +133,12 @@ func (s *Service) CPUDemandMilli(w *Workload, sec int64) int64 {
 	return d.CPUMilli(sec)
 }
 
-// Demand is what Service.CPUDemandMilli reads of a service, in 48 bytes
-// instead of a Service's 104: a simulator computes every service's
-// demand every step, and a Service's fields straddle two cache lines as
-// often as not. Workload.Demands makes them.
+// Demand is what Service.CPUDemandMilli reads of a service, packed for a
+// simulator that computes every service's demand every step (a Service's
+// fields straddle two cache lines as often as not), and what CPUMilli
+// worked out last: the shape's value changes once a shape interval and a
+// burst once a burst window, not every second. Workload.Demands makes
+// them; a Demand is not safe for concurrent use.
 type Demand struct {
 	shape       *Shape
 	offset      int64
@@ -146,6 +148,13 @@ type Demand struct {
 	noise       float32
 	burstP      float32
 	burstFactor float32
+	// base is scale × the shape's value for the seconds in [slotFrom,
+	// slotTo); burst says whether the seconds in [windowFrom, windowTo)
+	// are in a burst. Empty ranges at first.
+	base                 float32
+	burst                bool
+	slotFrom, slotTo     int64
+	windowFrom, windowTo int64
 }
 
 // Demand is the service's Demand, pointing into w.Shapes.
@@ -166,15 +175,34 @@ func (w *Workload) Demands() []Demand {
 	return ds
 }
 
-// CPUMilli is the service's CPUDemandMilli at sec.
+// CPUMilli is the service's CPUDemandMilli at sec: the same figure, from
+// the shape value and burst it remembers while sec stays in their interval
+// and window.
 func (d *Demand) CPUMilli(sec int64) int64 {
-	v := d.scale * d.shape.At(sec+d.offset)
+	if sec < d.slotFrom || sec >= d.slotTo {
+		x := sec + d.offset
+		d.base = d.scale * d.shape.At(x)
+		d.slotFrom, d.slotTo = sec, sec+1
+		if x >= 0 {
+			start := x - x%d.shape.IntervalSeconds
+			d.slotFrom, d.slotTo = start-d.offset, start+d.shape.IntervalSeconds-d.offset
+		}
+	}
+	v := d.base
 	if d.noise > 0 {
 		v *= 1 + d.noise/100*signedUnit(hash(d.key, uint64(sec)))
 	}
 	if d.burstP > 0 && d.burstWindow > 0 {
-		window := uint64((sec + d.offset) / d.burstWindow)
-		if unit(hash(d.key^0x6275727374, window)) < d.burstP {
+		if sec < d.windowFrom || sec >= d.windowTo {
+			x := sec + d.offset
+			d.burst = unit(hash(d.key^0x6275727374, uint64(x/d.burstWindow))) < d.burstP
+			d.windowFrom, d.windowTo = sec, sec+1
+			if x >= 0 {
+				start := x - x%d.burstWindow
+				d.windowFrom, d.windowTo = start-d.offset, start+d.burstWindow-d.offset
+			}
+		}
+		if d.burst {
 			v *= d.burstFactor
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,6 +187,31 @@ func TestValidateMilliCPURange(t *testing.T) {
 				t.Errorf("errors %v, want one for %s saying why (32 bits)", errs, tt.field)
 			}
 		})
+	}
+}
+
+// TestDemandRemembers: Demand.CPUMilli, which remembers the shape value
+// and burst of the last interval and window it computed, gives
+// CPUDemandMilli's figure every second, in order, backwards and at random.
+func TestDemandRemembers(t *testing.T) {
+	w := &Workload{Shapes: []Shape{{IntervalSeconds: 60, Values: []float32{0.5, 1.5, 0.25, 2}}}}
+	s := Service{CPUScaleMilli: 1733, OffsetSeconds: 97, NoisePercent: 20, BurstProbability: 0.4, BurstFactor: 2.5, BurstWindowSeconds: 45, Key: 7}
+	var secs []int64
+	for sec := range int64(1000) {
+		secs = append(secs, sec)
+	}
+	for sec := int64(999); sec >= 0; sec -= 7 {
+		secs = append(secs, sec)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		secs = append(secs, r.Int64N(100000))
+	}
+	d := s.Demand(w)
+	for _, sec := range secs {
+		if got, want := d.CPUMilli(sec), s.CPUDemandMilli(w, sec); got != want {
+			t.Fatalf("second %d: Demand.CPUMilli %dm, CPUDemandMilli %dm", sec, got, want)
+		}
 	}
 }
 
