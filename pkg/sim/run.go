@@ -54,6 +54,9 @@ type run struct {
 	la    *nodeload.Config // nil for k8s-default
 	sched scheduler
 	nodes []*node
+	// finishing are the nodes with a job pod that did all its work this
+	// step, in node order (runNode lists them for finishJobs).
+	finishing []*node
 	// demands are the services' demand parameters, by service index
 	// (podHot.demand), and services the services themselves.
 	demands  []workload.Demand
@@ -672,11 +675,12 @@ func (r *run) oneStep() error {
 	}
 
 	sec := int64(elapsed / time.Second)
+	r.finishing = r.finishing[:0]
 	for _, n := range r.nodes {
 		r.runNode(n, sec)
 	}
 	r.stats.stepDone()
-	for _, n := range r.nodes {
+	for _, n := range r.finishing {
 		r.finishJobs(n, elapsed+r.cfg.Step)
 	}
 	if r.policy.colocated() {
@@ -798,6 +802,9 @@ func (r *run) runNode(n *node, sec int64) {
 	}
 	n.usageCPU, n.usageMemory = usage, mem
 	n.finishing = finishing
+	if finishing {
+		r.finishing = append(r.finishing, n)
+	}
 	n.prodCPU, n.prodPods, n.beCPU = prodUse, prodPods, beUse
 	n.usageSum += usage
 	n.usageSteps++
