@@ -230,8 +230,14 @@ func (r *run) setQuota(n *node, p *pod, q int64) {
 // setForbid reports the ForbidScheduling condition, as the agent patches
 // its NodeMetric when it changes.
 func (r *run) setForbid(n *node, forbid bool) {
+	if n.forbid == forbid {
+		// The metric says so already (newMetric copies n.forbid): the
+		// common case, every cycle of a quiet node, settled without
+		// reading the metric.
+		return
+	}
 	n.forbid = forbid
-	if n.load.Metric != nil && n.load.Metric.ForbidScheduling != forbid {
+	if n.load.Metric != nil {
 		n.load.Metric.ForbidScheduling, n.sumFresh = forbid, false
 	}
 }
