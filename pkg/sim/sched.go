@@ -192,11 +192,15 @@ func (s *scheduler) pick(p *pod, nodes []*node, now time.Time) *node {
 	want := numFeasibleNodesToFind(n)
 	s.feasible = s.feasible[:0]
 	processed := 0
+	// j is (nextStart + i) mod n, kept without a division per node.
+	j := s.nextStart % n
 	for i := 0; i < n && len(s.feasible) < want; i++ {
-		j := (s.nextStart + i) % n
 		processed++
 		if fitsView(p, &s.views[j], now) && s.fitsLoad(p, nodes[j], now) {
 			s.feasible = append(s.feasible, nodes[j])
+		}
+		if j++; j == n {
+			j = 0
 		}
 	}
 	s.nextStart = (s.nextStart + processed) % n
