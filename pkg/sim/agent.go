@@ -38,14 +38,14 @@ import (
 func (r *run) nodeQoS(n *node) {
 	r.usage[qos.MetricCPU] = n.usageCPU
 	r.usage[qos.MetricMemory] = n.usageMemory
-	// runNode measured the candidates (measureCandidates), and sampled
-	// them unless a candidate left since.
+	// runNode sampled the candidates (sampleCandidates) unless a
+	// candidate left since.
 	// The shell samples the window every cycle with the candidates it
 	// plans with, so that the window and the present are measured alike.
-	be := n.be
 	if !n.beFresh {
-		be = qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands)
+		r.sampleCandidates(n)
 	}
+	be := n.be
 	n.beFresh = false
 	n.window.push(windowSample{node: n.usageCPU, usage: be.UsageMilli, request: be.RequestMilli, allowing: be.AllowanceMilli})
 	if r.qosInterval() > 0 {
@@ -56,6 +56,7 @@ func (r *run) nodeQoS(n *node) {
 		r.setForbid(n, false)
 		return
 	}
+	r.syncCandidates(n)
 	cands := n.cands
 	if r.step < n.pdbHeldUntil {
 		cands = r.plannable(n)
@@ -112,21 +113,32 @@ func (r *run) nodeQoS(n *node) {
 	}
 }
 
-// measureCandidates gives the node's QoS candidates their pods' usage and
-// quota, as the agent's cycle reads them. runNode calls it at the end of a
-// step whose cycle is due, while the pods' step state is still in the
-// cache; nothing changes that state before the cycle (finishJobs only
+// sampleCandidates takes the cycle's CPU sample of the node's QoS
+// candidates (qos.SampleBECPU, added up as it does from their pods' step
+// state). runNode calls it at the end of a step whose cycle is due, while
+// the pods' step state is in the cache; node.remove marks it stale when a
+// candidate leaves before the cycle, which then samples again.
+func (r *run) sampleCandidates(n *node) {
+	s := qos.NewBESampler(n.spec.CPUMilli)
+	for i := range n.candS {
+		if cs := &n.candS[i]; cs.eligible {
+			h := &n.hot[cs.hot]
+			s.Add(int64(h.usageCPU), cs.request, h.quota, cs.limit)
+		}
+	}
+	n.be, n.beFresh = s.Sample(n.usageCPU), true
+}
+
+// syncCandidates gives the node's QoS candidates their pods' usage and
+// quota, as the agent's cycle reads them, for a plan. Nothing changes a
+// candidate's step state between runNode and the cycle (finishJobs only
 // takes pods off, and node.remove keeps each candidate with its pod).
-//
-// It also takes the cycle's CPU sample of them (qos.SampleBECPU) while
-// they are in the cache; node.remove marks it stale when a candidate
-// leaves before the cycle, which then samples again.
-func (r *run) measureCandidates(n *node) {
-	for i, hi := range n.candHot {
+func (r *run) syncCandidates(n *node) {
+	for i := range n.candS {
+		hi := n.candS[i].hot
 		c, h := &n.cands[i], &n.hot[hi]
 		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = int64(h.usageCPU), n.mem[hi], h.quota
 	}
-	n.be, n.beFresh = qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands), true
 }
 
 // evictionRetryAfter is how long the agent leaves a pod out of its plans

@@ -298,10 +298,14 @@ type node struct {
 	counters   [6]qos.Counter // hysteresis.Counters' memory (nodeQoS)
 	// cands are the QoS candidates of the node's Batch/Free pods, kept
 	// beside candPods and refreshed in place every cycle.
-	cands     []qos.Candidate
-	candPods  []*pod
-	candHot   []int32 // candHot[i] is the index in hot of cands[i]'s pod
-	throttled int     // pods with a quota
+	cands    []qos.Candidate
+	candPods []*pod
+	// candS[i] is what the step's CPU sample reads of cands[i] besides
+	// its pod's step state (sampleCandidates). The agent's cycle samples
+	// every node, and only a node that is not quiet plans: the
+	// candidates' usage is written into cands (syncCandidates) only then.
+	candS     []candSample
+	throttled int // pods with a quota
 	// be is the candidates' CPU sample measureCandidates took this step;
 	// beFresh says no candidate left since.
 	be      qos.BECPU
@@ -442,7 +446,7 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 		c.Pod = p.stand
 		n.cands = append(n.cands, c)
 		n.candPods = append(n.candPods, p)
-		n.candHot = append(n.candHot, int32(p.nodeIdx))
+		n.candS = append(n.candS, candSample{hot: int32(p.nodeIdx), eligible: qos.SampleEligible(&c), request: c.CPURequestMilli, limit: c.CPULimitMilli})
 	}
 }
 
@@ -467,7 +471,7 @@ func (n *node) remove(p *pod) {
 	}
 	moved.nodeIdx = p.nodeIdx
 	if moved.candIdx >= 0 && moved != p {
-		n.candHot[moved.candIdx] = int32(moved.nodeIdx)
+		n.candS[moved.candIdx].hot = int32(moved.nodeIdx)
 	}
 	n.pods[last] = nil
 	n.hot[last] = podHot{}
@@ -499,18 +503,28 @@ func (n *node) remove(p *pod) {
 		movedPod := n.candPods[last]
 		n.cands[p.candIdx] = n.cands[last]
 		n.candPods[p.candIdx] = movedPod
-		n.candHot[p.candIdx] = n.candHot[last]
+		n.candS[p.candIdx] = n.candS[last]
 		movedPod.candIdx = p.candIdx
 		n.cands[last] = qos.Candidate{}
 		n.candPods[last] = nil
 		n.cands = n.cands[:last]
 		n.candPods = n.candPods[:last]
-		n.candHot = n.candHot[:last]
+		n.candS = n.candS[:last]
 	}
 	if p.h.quota != qos.NoQuota {
 		n.throttled--
 	}
 	p.node = nil
+}
+
+// candSample is what qos.SampleBECPU reads of a candidate that is not
+// its pod's step state: whether it counts (qos.SampleEligible), its CPU
+// request and limit. hot is the index in node.hot of its pod.
+type candSample struct {
+	hot      int32
+	eligible bool
+	request  int64
+	limit    int64
 }
 
 // fitView is what NodeResourcesFit and the MemoryPressure taint read of a

@@ -822,7 +822,7 @@ func (r *run) runNode(n *node, sec int64) {
 		r.oomKill(n)
 	}
 	if r.policy.colocated() && r.step%r.qosEvery == 0 {
-		r.measureCandidates(n)
+		r.sampleCandidates(n)
 	}
 }
 
