@@ -285,19 +285,24 @@ func (r *run) report(n *node) {
 	m.NodeUsage[nodeload.Memory] = n.usageMemory
 	// Pods placed from now on are not in the report: place adds them
 	// unreported.
-	var prodMidCPU, prodMidMem int64
+	var prodMidCPU, prodMidMem, prodCPU, prodMem int64
 	for i := range n.hot {
 		h := &n.hot[i]
-		u := nodeload.Vector{nodeload.CPU: n.snaps[i].report(r.aggReports, h.avgSum, n.usageSteps-int64(h.placedAt)), nodeload.Memory: n.mem[i]}
-		n.seen[i].report = nodeload.PodReport{Usage: u, Reported: true}
+		cpu, mem := n.snaps[i].report(r.aggReports, h.avgSum, n.usageSteps-int64(h.placedAt)), n.mem[i]
+		n.seen[i].report = nodeload.PodReport{Usage: nodeload.Vector{nodeload.CPU: cpu, nodeload.Memory: mem}, Reported: true}
 		if h.tier == tierProd || h.tier == tierMid {
-			prodMidCPU += u[nodeload.CPU]
-			prodMidMem += u[nodeload.Memory]
+			prodMidCPU += cpu
+			prodMidMem += mem
 		}
 		if h.tier == tierProd {
-			m.ProdUsage = m.ProdUsage.Add(u)
+			prodCPU += cpu
+			prodMem += mem
 		}
 	}
+	// The pods' usage has only these two resources; the sums wrap as
+	// Vector.Add does, so adding them once is the same.
+	m.ProdUsage[nodeload.CPU] += prodCPU
+	m.ProdUsage[nodeload.Memory] += prodMem
 	if r.la.ProdUsageIncludeSys {
 		m.ProdUsage[nodeload.CPU] += n.spec.SystemCPUMilli
 		m.ProdUsage[nodeload.Memory] += n.spec.SystemMemoryBytes
