@@ -437,7 +437,7 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 		var s seenPod
 		s.assigned, _ = la.NewAssignedPod(p.obj, now)
 		n.seen = append(n.seen, s)
-		n.excessFresh = false
+		n.addExcess(&n.seen[len(n.seen)-1], now)
 	}
 	p.candIdx = -1
 	if p.candidate && n.planner != nil {
@@ -560,6 +560,25 @@ func (n *node) loadSummary(la *nodeload.Config, now time.Time) *nodeload.NodeSum
 		n.sum, n.sumFresh = la.Summarize(&n.load), true
 	}
 	return &n.sum
+}
+
+// addExcess counts the excess of a pod just placed, s, into the node's
+// at now, when that is fresh: what refreshExcess would sum at now (the
+// sums are plain additions and Until a minimum, in any order), without
+// walking the node's other pods, whose excess has not changed before
+// Until. Otherwise, and on nodes fed NodeMetrics, refreshExcess sums
+// again when asked.
+func (n *node) addExcess(s *seenPod, now time.Time) {
+	m := n.load.Metric
+	if !n.ownReports || m == nil || !n.excessFresh || !n.excessUntil.IsZero() && !now.Before(n.excessUntil) {
+		n.excessFresh = false
+		return
+	}
+	sum := nodeload.ExcessSum{All: n.load.Excess, Prod: n.load.ProdExcess, Until: n.excessUntil}
+	e, until := s.assigned.ExcessOf(m, s.report, now)
+	sum.Add(&s.assigned, e, until)
+	n.load.Excess, n.load.ProdExcess, n.excessUntil = sum.All, sum.Prod, sum.Until
+	n.sumFresh = false
 }
 
 // refreshExcess brings LoadAware's excess of the node's pods up to now,
