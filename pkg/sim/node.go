@@ -450,8 +450,8 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	}
 }
 
-// remove takes p off its node.
-func (n *node) remove(p *pod) {
+// remove takes p off its node at now.
+func (n *node) remove(p *pod, now time.Time) {
 	p.h = n.hot[p.nodeIdx]
 	last := len(n.pods) - 1
 	moved := n.pods[last]
@@ -465,6 +465,7 @@ func (n *node) remove(p *pod) {
 		n.snaps = n.snaps[:last]
 	}
 	if len(n.seen) > 0 { // LoadAware is on (place)
+		n.subExcess(&n.seen[p.nodeIdx], now)
 		n.seen[p.nodeIdx] = n.seen[last]
 		n.seen[last] = seenPod{}
 		n.seen = n.seen[:last]
@@ -496,7 +497,6 @@ func (n *node) remove(p *pod) {
 		n.bandDirty = true
 		p.h.bandCap = 0
 	}
-	n.excessFresh = false
 	if p.candIdx >= 0 {
 		n.beFresh = false
 		last := len(n.cands) - 1
@@ -578,6 +578,27 @@ func (n *node) addExcess(s *seenPod, now time.Time) {
 	e, until := s.assigned.ExcessOf(m, s.report, now)
 	sum.Add(&s.assigned, e, until)
 	n.load.Excess, n.load.ProdExcess, n.excessUntil = sum.All, sum.Prod, sum.Until
+	n.sumFresh = false
+}
+
+// subExcess takes the excess of s, a pod leaving, out of the node's at
+// now, when that is fresh: s's excess has not changed since it was
+// summed (before Until; a report since makes it stale), and Until, kept,
+// only makes refreshExcess sum again sooner than it need. Otherwise
+// refreshExcess sums again when asked.
+func (n *node) subExcess(s *seenPod, now time.Time) {
+	m := n.load.Metric
+	if !n.ownReports || m == nil || !n.excessFresh || !n.excessUntil.IsZero() && !now.Before(n.excessUntil) {
+		n.excessFresh = false
+		return
+	}
+	e, _ := s.assigned.ExcessOf(m, s.report, now)
+	for i := range e {
+		n.load.Excess[i] -= e[i]
+		if s.assigned.Prod {
+			n.load.ProdExcess[i] -= e[i]
+		}
+	}
 	n.sumFresh = false
 }
 

@@ -947,7 +947,7 @@ func (r *run) release(n *node, p *pod) {
 	if r.preemptor != nil && p.job >= 0 {
 		r.preemptor.running[p.vgroup]--
 	}
-	n.remove(p)
+	n.remove(p, r.now)
 }
 
 // removal is why a job pod was taken off its node before it finished.
