@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
@@ -63,6 +65,47 @@ func TestSampleCandidatesAgreesWithCore(t *testing.T) {
 		}
 		if sampled == 0 || throttled == 0 {
 			t.Errorf("%s: %d samples with candidates, %d throttled pod-steps: the check saw too little", p, sampled, throttled)
+		}
+	}
+}
+
+// TestExcessKeptAgreesWithSum holds the nodes' LoadAware excess, which
+// place and remove keep up to date while it is fresh (addExcess,
+// subExcess), to refreshExcess's sum over every pod of the node, at every
+// step of a busy cluster, with estimates that expire after scheduling.
+func TestExcessKeptAgreesWithSum(t *testing.T) {
+	w, err := workload.Synthetic(workload.SyntheticParams{Seed: 5, Nodes: 12, Duration: 3 * time.Hour, BatchLoadPercent: 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []time.Duration{0, 45 * time.Second} {
+		r := newConfiguredRun(t, w, PolicyWaterline, func(cfg *Config) {
+			la := DefaultLoadAwareSpec()
+			la.EstimatedAfterPodScheduled = after
+			la.ProdUsageThresholds = map[corev1.ResourceName]int64{corev1.ResourceCPU: 55}
+			cfg.LoadAware = &la
+		})
+		checked := 0
+		for r.step = 0; r.step < r.steps; r.step++ {
+			if err := r.oneStep(); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range r.nodes {
+				if !n.excessFresh || !n.excessUntil.IsZero() && !r.now.Before(n.excessUntil) {
+					continue
+				}
+				kept, keptProd := n.load.Excess, n.load.ProdExcess
+				n.excessFresh = false
+				n.refreshExcess(r.now)
+				if n.load.Excess != kept || n.load.ProdExcess != keptProd {
+					t.Fatalf("estimates for %v, step %d, node %s: excess kept %v (Prod %v), summed %v (Prod %v)",
+						after, r.step, n.spec.Name, kept, keptProd, n.load.Excess, n.load.ProdExcess)
+				}
+				checked++
+			}
+		}
+		if checked == 0 {
+			t.Errorf("estimates for %v: no node had a fresh excess to check", after)
 		}
 	}
 }
