@@ -306,7 +306,7 @@ type node struct {
 	// candidates' usage is written into cands (syncCandidates) only then.
 	candS     []candSample
 	throttled int // pods with a quota
-	// be is the candidates' CPU sample measureCandidates took this step;
+	// be is the candidates' CPU sample sampleCandidates took this step;
 	// beFresh says no candidate left since.
 	be      qos.BECPU
 	beFresh bool
