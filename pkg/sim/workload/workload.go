@@ -352,9 +352,6 @@ func (w *Workload) Validate() field.ErrorList {
 	return errs
 }
 
-// hash mixes a key and a value into 64 well-spread bits (splitmix64's
-// finaliser): noise and bursts are a pure function of the pod and the
-// time, so a run is deterministic whatever order it computes them in.
 // MaxMilliCPU is the most millicores Validate accepts for a node's CPU, a
 // job's CPU request (which bounds its demand and limit), a service's CPU
 // limit and its peak CPU demand: the simulator keeps a pod's per-step
@@ -384,6 +381,9 @@ func (s *Service) peakDemandMilli(shape *Shape) float64 {
 	return peak
 }
 
+// hash mixes a key and a value into 64 well-spread bits (splitmix64's
+// finaliser): noise and bursts are a pure function of the pod and the
+// time, so a run is deterministic whatever order it computes them in.
 func hash(key, v uint64) uint64 {
 	z := key ^ (v * 0x9e3779b97f4a7c15)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
