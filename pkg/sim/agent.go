@@ -25,8 +25,10 @@ import (
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
 	"github.com/waterline-dev/waterline/pkg/agent/tierlimits"
 	"github.com/waterline-dev/waterline/pkg/core/nodeload"
+	"github.com/waterline-dev/waterline/pkg/core/predict"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/core/tiers"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
 
 // nodeQoS is one cycle of the node agent's QoS loop: sample the CPU
@@ -36,14 +38,14 @@ import (
 func (r *run) nodeQoS(n *node) {
 	r.usage[qos.MetricCPU] = n.usageCPU
 	r.usage[qos.MetricMemory] = n.usageMemory
-	// runNode measured the candidates (measureCandidates), and sampled
-	// them unless a candidate left since.
+	// runNode sampled the candidates (sampleCandidates) unless a
+	// candidate left since.
 	// The shell samples the window every cycle with the candidates it
 	// plans with, so that the window and the present are measured alike.
-	be := n.be
 	if !n.beFresh {
-		be = qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands)
+		r.sampleCandidates(n)
 	}
+	be := n.be
 	n.beFresh = false
 	n.window.push(windowSample{node: n.usageCPU, usage: be.UsageMilli, request: be.RequestMilli, allowing: be.AllowanceMilli})
 	if r.qosInterval() > 0 {
@@ -54,6 +56,7 @@ func (r *run) nodeQoS(n *node) {
 		r.setForbid(n, false)
 		return
 	}
+	r.syncCandidates(n)
 	cands := n.cands
 	if r.step < n.pdbHeldUntil {
 		cands = r.plannable(n)
@@ -110,21 +113,32 @@ func (r *run) nodeQoS(n *node) {
 	}
 }
 
-// measureCandidates gives the node's QoS candidates their pods' usage and
-// quota, as the agent's cycle reads them. runNode calls it at the end of a
-// step whose cycle is due, while the pods' step state is still in the
-// cache; nothing changes that state before the cycle (finishJobs only
-// takes pods off, and node.remove keeps each candidate with its pod).
-//
-// It also takes the cycle's CPU sample of them (qos.SampleBECPU) while
-// they are in the cache; node.remove marks it stale when a candidate
-// leaves before the cycle, which then samples again.
-func (r *run) measureCandidates(n *node) {
-	for i, hi := range n.candHot {
-		c, h := &n.cands[i], &n.hot[hi]
-		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = h.usageCPU, h.usageMemory, h.quota
+// sampleCandidates takes the cycle's CPU sample of the node's QoS
+// candidates (qos.SampleBECPU, added up as it does from their pods' step
+// state). runNode calls it at the end of a step whose cycle is due, while
+// the pods' step state is in the cache; node.remove marks it stale when a
+// candidate leaves before the cycle, which then samples again.
+func (r *run) sampleCandidates(n *node) {
+	s := qos.NewBESampler(n.spec.CPUMilli)
+	for i := range n.candS {
+		if cs := &n.candS[i]; cs.eligible {
+			h := &n.hot[cs.hot]
+			s.Add(int64(h.usageCPU), cs.request, h.quota, cs.limit)
+		}
 	}
-	n.be, n.beFresh = qos.SampleBECPU(n.spec.CPUMilli, n.usageCPU, n.cands), true
+	n.be, n.beFresh = s.Sample(n.usageCPU), true
+}
+
+// syncCandidates gives the node's QoS candidates their pods' usage and
+// quota, as the agent's cycle reads them, for a plan. Nothing changes a
+// candidate's step state between runNode and the cycle (finishJobs only
+// takes pods off, and node.remove keeps each candidate with its pod).
+func (r *run) syncCandidates(n *node) {
+	for i := range n.candS {
+		hi := n.candS[i].hot
+		c, h := &n.cands[i], &n.hot[hi]
+		c.CPUUsageMilli, c.MemoryUsageBytes, c.CPUQuotaMilli = int64(h.usageCPU), n.mem[hi], h.quota
+	}
 }
 
 // evictionRetryAfter is how long the agent leaves a pod out of its plans
@@ -228,9 +242,15 @@ func (r *run) setQuota(n *node, p *pod, q int64) {
 // setForbid reports the ForbidScheduling condition, as the agent patches
 // its NodeMetric when it changes.
 func (r *run) setForbid(n *node, forbid bool) {
+	if n.forbid == forbid {
+		// The metric says so already (newMetric copies n.forbid): the
+		// common case, every cycle of a quiet node, settled without
+		// reading the metric.
+		return
+	}
 	n.forbid = forbid
 	if n.load.Metric != nil {
-		n.load.Metric.ForbidScheduling = forbid
+		n.load.Metric.ForbidScheduling, n.sumFresh = forbid, false
 	}
 }
 
@@ -265,19 +285,24 @@ func (r *run) report(n *node) {
 	m.NodeUsage[nodeload.Memory] = n.usageMemory
 	// Pods placed from now on are not in the report: place adds them
 	// unreported.
-	var prodMidCPU, prodMidMem int64
+	var prodMidCPU, prodMidMem, prodCPU, prodMem int64
 	for i := range n.hot {
 		h := &n.hot[i]
-		u := nodeload.Vector{nodeload.CPU: n.snaps[i].report(r.aggReports, h.avgSum, h.avgSteps), nodeload.Memory: h.usageMemory}
-		n.seen[i].report = nodeload.PodReport{Usage: u, Reported: true}
+		cpu, mem := n.snaps[i].report(r.aggReports, h.avgSum, n.usageSteps-int64(h.placedAt)), n.mem[i]
+		n.seen[i].report = nodeload.PodReport{Usage: nodeload.Vector{nodeload.CPU: cpu, nodeload.Memory: mem}, Reported: true}
 		if h.tier == tierProd || h.tier == tierMid {
-			prodMidCPU += u[nodeload.CPU]
-			prodMidMem += u[nodeload.Memory]
+			prodMidCPU += cpu
+			prodMidMem += mem
 		}
 		if h.tier == tierProd {
-			m.ProdUsage = m.ProdUsage.Add(u)
+			prodCPU += cpu
+			prodMem += mem
 		}
 	}
+	// The pods' usage has only these two resources; the sums wrap as
+	// Vector.Add does, so adding them once is the same.
+	m.ProdUsage[nodeload.CPU] += prodCPU
+	m.ProdUsage[nodeload.Memory] += prodMem
 	if r.la.ProdUsageIncludeSys {
 		m.ProdUsage[nodeload.CPU] += n.spec.SystemCPUMilli
 		m.ProdUsage[nodeload.Memory] += n.spec.SystemMemoryBytes
@@ -288,7 +313,7 @@ func (r *run) report(n *node) {
 		m.HasProdPeak = true
 	}
 	r.la.SetPredictedNodeUsage(m)
-	n.excessFresh = false
+	n.excessFresh, n.sumFresh = false, false
 
 	in := tiers.NodeInput{
 		CPU: tiers.ResourceState{
@@ -337,10 +362,10 @@ func (r *run) splitBandCaps(n *node) {
 			continue
 		}
 		if !p.candidate {
-			reserved += max(h.cpuLimit, p.req[resBatchCPU])
+			reserved += max(int64(h.cpuLimit), p.req[resBatchCPU])
 			continue
 		}
-		members = append(members, tiers.BandMember{RequestMilli: p.req[resBatchCPU], LimitMilli: h.cpuLimit})
+		members = append(members, tiers.BandMember{RequestMilli: p.req[resBatchCPU], LimitMilli: int64(h.cpuLimit)})
 		idx = append(idx, i)
 	}
 	r.bandMembers, r.bandIdx = members, idx
@@ -350,7 +375,9 @@ func (r *run) splitBandCaps(n *node) {
 	caps := tiers.BandCaps(n.alloc[resBatchCPU]-reserved, members, tierlimits.DefaultBandCapFloorPercent, resctl.MinQuotaMilli)
 	for j, c := range caps {
 		if m := members[j]; m.LimitMilli == 0 || c < m.LimitMilli {
-			n.hot[idx[j]].bandCap = c
+			// A cap beyond the 32 bits caps nothing: no demand reaches
+			// it (podHot).
+			n.hot[idx[j]].bandCap = int32(min(c, workload.MaxMilliCPU))
 		}
 	}
 }
@@ -365,18 +392,28 @@ func (r *run) predict(n *node, now time.Time) {
 		if h.tier != tierProd {
 			continue
 		}
-		prodCPU += h.usageCPU
-		prodMem += h.usageMemory
+		prodCPU += int64(h.usageCPU)
+		prodMem += n.mem[i]
 		// The tracker's AddPodSample, without looking the pod up by name.
 		if p.cpuHist != nil {
 			p.cpuHist.AddSample(float64(h.usageCPU)/1000, 1, now)
-			p.memHist.AddSample(float64(h.usageMemory)/gib, 1, now)
+			p.memHist.AddSample(float64(n.mem[i])/gib, 1, now)
 		}
 	}
 	n.cpuTracker.AddNodeSample(float64(prodCPU+sysCPU)/1000, 1, now)
 	n.memTracker.AddNodeSample(float64(prodMem+sysMem)/gib, 1, now)
-	n.cpuTracker.AddSystemSample(float64(sysCPU)/1000, 1, now)
-	n.memTracker.AddSystemSample(float64(sysMem)/gib, 1, now)
+	if n.sysCPUHist == nil {
+		// The first sample tracks the system as a pod, after the
+		// services; later ones go to its histograms without the
+		// trackers' lookups by name (as AddSystemSample would: the
+		// simulation never removes a pod from a tracker).
+		n.cpuTracker.AddSystemSample(float64(sysCPU)/1000, 1, now)
+		n.memTracker.AddSystemSample(float64(sysMem)/gib, 1, now)
+		n.sysCPUHist, n.sysMemHist = n.cpuTracker.Pod(predict.SystemPodID), n.memTracker.Pod(predict.SystemPodID)
+	} else {
+		n.sysCPUHist.AddSample(float64(sysCPU)/1000, 1, now)
+		n.sysMemHist.AddSample(float64(sysMem)/gib, 1, now)
+	}
 	model := n.model
 	cpu := model.Predict(n.cpuTracker.Input(now))
 	mem := model.Predict(n.memTracker.Input(now))

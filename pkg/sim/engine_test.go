@@ -231,8 +231,8 @@ func TestThrottleThenEvict(t *testing.T) {
 	if got := placements(r)["C-1"]; got != "" {
 		t.Errorf("C's new pod runs on %q, want it pending", got)
 	}
-	if r.jobs[2].pod.st().done != 0 {
-		t.Errorf("C's new pod starts with %d of work done, want 0 (evicted work restarts)", r.jobs[2].pod.st().done)
+	if done := r.jobs[2].spec.WorkMilliSeconds() - r.jobs[2].pod.st().left; done != 0 {
+		t.Errorf("C's new pod starts with %d of work done, want 0 (evicted work restarts)", done)
 	}
 	// A and B on node-b were never touched.
 	for _, j := range []int{0, 1} {

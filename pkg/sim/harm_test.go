@@ -133,7 +133,7 @@ func TestBandCapHoldsBatch(t *testing.T) {
 			want = 785
 		}
 		for _, js := range r.jobs {
-			if got := js.pod.st().usageCPU; got != want {
+			if got := int64(js.pod.st().usageCPU); got != want {
 				t.Errorf("band cap %v: job %s uses %dm at step 31, want %dm", on, js.spec.Name, got, want)
 			}
 		}

@@ -114,32 +114,40 @@ const (
 	numKinds
 )
 
-// podHot is what every step reads and writes of a pod. A node keeps its
-// pods' podHot values side by side (node.hot), so that stepping a thousand
-// nodes walks small contiguous arrays instead of chasing a pointer per pod.
+// podHot is what every step reads and writes of a pod, in one 64-byte
+// cache line. A node keeps its pods' podHot values side by side
+// (node.hot), so that stepping a thousand nodes walks small contiguous
+// arrays instead of chasing a pointer per pod. CPU figures are millicores
+// in 32 bits: workload.Workload.Validate bounds every figure they come
+// from (node CPU, job requests, service limits and peak demand) by
+// workload.MaxMilliCPU, and run.derive refuses a pod whose limit exceeds
+// it, so every value fits. Sums over pods stay 64-bit.
 type podHot struct {
-	// svc is the service a Prod pod runs (nil for jobs); a job's demand
-	// and work are copied here from its spec.
-	svc         *workload.Service
-	jobCPU      int64
-	work        int64 // millicore-seconds
-	cpuLimit    int64 // millicores, tier limits counted; 0 is none
-	quota       int64 // CPU quota node QoS holds the pod at (qos.NoQuota: none)
-	bandCap     int64 // the agent's Batch band cap of the pod (0: none)
-	wantCPU     int64 // this step: demand capped at the limit
-	allowedCPU  int64 // ... and at the quota
-	usageCPU    int64 // ... and shared under contention
-	usageMemory int64
-	done        int64 // work done so far, millicore-seconds (jobs)
-	avgSum      int64 // Σ usageCPU, for the NodeMetric's averages
-	avgSteps    int64
+	// left is the work a job pod has still to do, millicore-seconds: its
+	// job's work less what it did (on this node and, as EvictedWork says,
+	// before an eviction). The pod is done at left ≤ 0.
+	left int64
+	// avgSum is Σ usageCPU since the pod was placed, for the NodeMetric's
+	// averages; the steps it covers are node.usageSteps - placedAt.
+	avgSum int64
+	quota  int64 // CPU quota node QoS holds the pod at (qos.NoQuota: none)
+	// demand is a job's CPU demand, or a service's index in run.demands
+	// (kind says which).
+	demand     int32
+	cpuLimit   int32 // millicores, tier limits counted; 0 is none
+	bandCap    int32 // the agent's Batch band cap of the pod (0: none)
+	wantCPU    int32 // this step: demand capped at the limit
+	allowedCPU int32 // ... and at the quota
+	usageCPU   int32 // ... and shared under contention
 	// shares are the pod's cpu.shares as kubelet writes them from its CPU
 	// request (2 without one), 0 for a BestEffort pod: it lives in the
 	// besteffort cgroup, where beShares weigh it (the agent's shares from
 	// its tier request, or 2).
-	shares, beShares int64
-	tier             tier
-	kind             kind
+	shares, beShares int32
+	// placedAt is node.usageSteps when the pod was placed.
+	placedAt int32
+	tier     tier
+	kind     kind
 }
 
 // pod is one simulated pod: the corev1.Pod the cores look at, and what
@@ -148,6 +156,9 @@ type pod struct {
 	// h is the pod's podHot while it is not on a node; on a node it lives
 	// in node.hot (see st).
 	h podHot
+	// mem is the pod's memory usage, bytes (constant; on a node, also in
+	// node.mem).
+	mem int64
 	// podShape is what the pod was admitted as, shared with the other
 	// pods of its job template.
 	*podShape
@@ -230,6 +241,10 @@ type node struct {
 	alloc, req                resVec
 	fit                       *fitView
 	nonZeroCPU, nonZeroMemory int64
+	// balanceWithout is balanceOf(req, alloc), for the scheduler's
+	// NodeResourcesBalancedAllocation score (place and remove keep it;
+	// the cpu and memory allocatable never change).
+	balanceWithout int64
 	// batchReqCPU is Σ the CPU requests (tier or not) of its Batch pods.
 	batchReqCPU int64
 	// prodReqCPU and prodReqMemory are Σ the cpu and memory requests of
@@ -243,6 +258,10 @@ type node struct {
 	pods  []*pod
 	hot   []podHot
 	snaps []avgSnaps
+	// mem[i] is pods[i]'s memory usage, and podMem their sum: runNode
+	// needs only the sum, which changes only when a pod comes or goes.
+	mem    []int64
+	podMem int64
 	// seen[i] is what LoadAware knows of pods[i] on the node, kept only
 	// with LoadAware on: the plain policies' clusters would spend most of
 	// their per-pod memory on it.
@@ -262,6 +281,13 @@ type node struct {
 	// NodeMetrics) they are looked up in load.Metric.
 	ownReports  bool
 	excessFresh bool
+	// sum is load reduced to what LoadAware's Filter and Score read
+	// (nodeload.NodeSummary: a couple of cache lines instead of the
+	// NodeLoad and its Metric), made again by loadSummary when load
+	// changed (sumFresh false: refreshExcess, the reports, setForbid and
+	// SetNodeMetric clear it).
+	sum         nodeload.NodeSummary
+	sumFresh    bool
 	excessUntil time.Time
 	assigned    iter.Seq[*nodeload.AssignedPod]
 
@@ -272,11 +298,15 @@ type node struct {
 	counters   [6]qos.Counter // hysteresis.Counters' memory (nodeQoS)
 	// cands are the QoS candidates of the node's Batch/Free pods, kept
 	// beside candPods and refreshed in place every cycle.
-	cands     []qos.Candidate
-	candPods  []*pod
-	candHot   []int32 // candHot[i] is the index in hot of cands[i]'s pod
-	throttled int     // pods with a quota
-	// be is the candidates' CPU sample measureCandidates took this step;
+	cands    []qos.Candidate
+	candPods []*pod
+	// candS[i] is what the step's CPU sample reads of cands[i] besides
+	// its pod's step state (sampleCandidates). The agent's cycle samples
+	// every node, and only a node that is not quiet plans: the
+	// candidates' usage is written into cands (syncCandidates) only then.
+	candS     []candSample
+	throttled int // pods with a quota
+	// be is the candidates' CPU sample sampleCandidates took this step;
 	// beFresh says no candidate left since.
 	be      qos.BECPU
 	beFresh bool
@@ -297,6 +327,9 @@ type node struct {
 	model      predict.Predictor
 	cpuTracker *predict.Tracker
 	memTracker *predict.Tracker
+	// sysCPUHist and sysMemHist are the trackers' histograms of the
+	// system (predict.SystemPodID), once it has a sample.
+	sysCPUHist, sysMemHist *predict.Histogram
 	// Published predictions and tiers.
 	hasPeak          bool
 	peakCPU, peakMem int64
@@ -355,12 +388,13 @@ func newPod(obj *corev1.Pod, la *nodeload.Config, seq int64) *pod {
 	p.candidate = band.IsLowPriority() && extension.QoSProtection(obj) == extension.NotProtected
 	p.h.kind = kindService
 	cand := qos.NewCandidate(obj, qos.PodUsage{CPUQuotaMilli: qos.NoQuota})
-	p.h.cpuLimit = cand.CPULimitMilli
+	// A limit beyond the 32 bits saturates; run.derive refuses it.
+	p.h.cpuLimit = int32(min(cand.CPULimitMilli, workload.MaxMilliCPU))
 	p.bestEffort = p.req[resCPU] == 0 && p.req[resMemory] == 0
 	if !p.bestEffort {
-		p.h.shares = milliCPUToShares(p.req[resCPU])
+		p.h.shares = int32(milliCPUToShares(p.req[resCPU]))
 	} else {
-		p.h.beShares = milliCPUToShares(p.req[resMidCPU] + p.req[resBatchCPU])
+		p.h.beShares = int32(milliCPUToShares(p.req[resMidCPU] + p.req[resBatchCPU]))
 	}
 	return p
 }
@@ -370,10 +404,14 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	p.node, p.nodeIdx = n, len(n.pods)
 	n.pods = append(n.pods, p)
 	n.hot = append(n.hot, p.h)
+	n.hot[p.nodeIdx].placedAt = int32(n.usageSteps)
+	n.mem = append(n.mem, p.mem)
+	n.podMem += p.mem
 	if n.ownReports {
 		n.snaps = append(n.snaps, avgSnaps{})
 	}
 	n.req.add(&p.req)
+	n.balanceWithout = balanceOf(&n.req, &n.alloc)
 	n.syncFit()
 	if p.job >= 0 {
 		for int(p.vgroup) >= len(n.groupReq) {
@@ -399,7 +437,7 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 		var s seenPod
 		s.assigned, _ = la.NewAssignedPod(p.obj, now)
 		n.seen = append(n.seen, s)
-		n.excessFresh = false
+		n.addExcess(&n.seen[len(n.seen)-1], now)
 	}
 	p.candIdx = -1
 	if p.candidate && n.planner != nil {
@@ -408,35 +446,40 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 		c.Pod = p.stand
 		n.cands = append(n.cands, c)
 		n.candPods = append(n.candPods, p)
-		n.candHot = append(n.candHot, int32(p.nodeIdx))
+		n.candS = append(n.candS, candSample{hot: int32(p.nodeIdx), eligible: qos.SampleEligible(&c), request: c.CPURequestMilli, limit: c.CPULimitMilli})
 	}
 }
 
-// remove takes p off its node.
-func (n *node) remove(p *pod) {
+// remove takes p off its node at now.
+func (n *node) remove(p *pod, now time.Time) {
 	p.h = n.hot[p.nodeIdx]
 	last := len(n.pods) - 1
 	moved := n.pods[last]
 	n.pods[p.nodeIdx] = moved
 	n.hot[p.nodeIdx] = n.hot[last]
+	n.mem[p.nodeIdx] = n.mem[last]
+	n.mem = n.mem[:last]
+	n.podMem -= p.mem
 	if n.ownReports {
 		n.snaps[p.nodeIdx] = n.snaps[last]
 		n.snaps = n.snaps[:last]
 	}
 	if len(n.seen) > 0 { // LoadAware is on (place)
+		n.subExcess(&n.seen[p.nodeIdx], now)
 		n.seen[p.nodeIdx] = n.seen[last]
 		n.seen[last] = seenPod{}
 		n.seen = n.seen[:last]
 	}
 	moved.nodeIdx = p.nodeIdx
 	if moved.candIdx >= 0 && moved != p {
-		n.candHot[moved.candIdx] = int32(moved.nodeIdx)
+		n.candS[moved.candIdx].hot = int32(moved.nodeIdx)
 	}
 	n.pods[last] = nil
 	n.hot[last] = podHot{}
 	n.pods = n.pods[:last]
 	n.hot = n.hot[:last]
 	n.req.sub(&p.req)
+	n.balanceWithout = balanceOf(&n.req, &n.alloc)
 	n.syncFit()
 	if p.job >= 0 {
 		n.groupReq[p.vgroup].sub(&p.req)
@@ -454,25 +497,34 @@ func (n *node) remove(p *pod) {
 		n.bandDirty = true
 		p.h.bandCap = 0
 	}
-	n.excessFresh = false
 	if p.candIdx >= 0 {
 		n.beFresh = false
 		last := len(n.cands) - 1
 		movedPod := n.candPods[last]
 		n.cands[p.candIdx] = n.cands[last]
 		n.candPods[p.candIdx] = movedPod
-		n.candHot[p.candIdx] = n.candHot[last]
+		n.candS[p.candIdx] = n.candS[last]
 		movedPod.candIdx = p.candIdx
 		n.cands[last] = qos.Candidate{}
 		n.candPods[last] = nil
 		n.cands = n.cands[:last]
 		n.candPods = n.candPods[:last]
-		n.candHot = n.candHot[:last]
+		n.candS = n.candS[:last]
 	}
 	if p.h.quota != qos.NoQuota {
 		n.throttled--
 	}
 	p.node = nil
+}
+
+// candSample is what qos.SampleBECPU reads of a candidate that is not
+// its pod's step state: whether it counts (qos.SampleEligible), its CPU
+// request and limit. hot is the index in node.hot of its pod.
+type candSample struct {
+	hot      int32
+	eligible bool
+	request  int64
+	limit    int64
 }
 
 // fitView is what NodeResourcesFit and the MemoryPressure taint read of a
@@ -500,6 +552,56 @@ func (n *node) syncFit() {
 	}
 }
 
+// loadSummary is the node's LoadAware view at now as la's Filter and
+// Score read it: FilterSummary and ScoreSummary give their answers.
+func (n *node) loadSummary(la *nodeload.Config, now time.Time) *nodeload.NodeSummary {
+	n.refreshExcess(now)
+	if !n.sumFresh {
+		n.sum, n.sumFresh = la.Summarize(&n.load), true
+	}
+	return &n.sum
+}
+
+// addExcess counts the excess of a pod just placed, s, into the node's
+// at now, when that is fresh: what refreshExcess would sum at now (the
+// sums are plain additions and Until a minimum, in any order), without
+// walking the node's other pods, whose excess has not changed before
+// Until. Otherwise, and on nodes fed NodeMetrics, refreshExcess sums
+// again when asked.
+func (n *node) addExcess(s *seenPod, now time.Time) {
+	m := n.load.Metric
+	if !n.ownReports || m == nil || !n.excessFresh || !n.excessUntil.IsZero() && !now.Before(n.excessUntil) {
+		n.excessFresh = false
+		return
+	}
+	sum := nodeload.ExcessSum{All: n.load.Excess, Prod: n.load.ProdExcess, Until: n.excessUntil}
+	e, until := s.assigned.ExcessOf(m, s.report, now)
+	sum.Add(&s.assigned, e, until)
+	n.load.Excess, n.load.ProdExcess, n.excessUntil = sum.All, sum.Prod, sum.Until
+	n.sumFresh = false
+}
+
+// subExcess takes the excess of s, a pod leaving, out of the node's at
+// now, when that is fresh: s's excess has not changed since it was
+// summed (before Until; a report since makes it stale), and Until, kept,
+// only makes refreshExcess sum again sooner than it need. Otherwise
+// refreshExcess sums again when asked.
+func (n *node) subExcess(s *seenPod, now time.Time) {
+	m := n.load.Metric
+	if !n.ownReports || m == nil || !n.excessFresh || !n.excessUntil.IsZero() && !now.Before(n.excessUntil) {
+		n.excessFresh = false
+		return
+	}
+	e, _ := s.assigned.ExcessOf(m, s.report, now)
+	for i := range e {
+		n.load.Excess[i] -= e[i]
+		if s.assigned.Prod {
+			n.load.ProdExcess[i] -= e[i]
+		}
+	}
+	n.sumFresh = false
+}
+
 // refreshExcess brings LoadAware's excess of the node's pods up to now,
 // as the plugin's cache does before Filter and Score read it.
 func (n *node) refreshExcess(now time.Time) {
@@ -510,7 +612,7 @@ func (n *node) refreshExcess(now time.Time) {
 	if n.excessFresh && (n.excessUntil.IsZero() || now.Before(n.excessUntil)) {
 		return
 	}
-	n.excessFresh = true
+	n.excessFresh, n.sumFresh = true, false
 	if !n.ownReports {
 		n.load.Excess, n.load.ProdExcess, n.excessUntil = nodeload.NodeExcess(n.assigned, m, now)
 		return
@@ -587,8 +689,6 @@ type windowSample struct {
 	node                     int64
 	usage, request, allowing int64
 }
-
-func newCPUWindow(n int) cpuWindow { return cpuWindow{samples: make([]windowSample, max(n, 1))} }
 
 func (w *cpuWindow) push(s windowSample) {
 	old := w.samples[w.next]

@@ -107,14 +107,14 @@ func (o *oracle) capNode(r *run, n *node, sec int64) {
 		}
 		// What runNode will compute: the oracle's pods have no band cap
 		// and, but for the oracle's, no quota.
-		d := p.jobCPU
-		if p.svc != nil {
-			d = p.svc.CPUDemandMilli(r.w, sec)
+		d := int64(p.demand)
+		if p.kind == kindService {
+			d = r.demands[p.demand].CPUMilli(sec)
 		}
-		if p.cpuLimit > 0 && d > p.cpuLimit {
-			d = p.cpuLimit
+		if p.cpuLimit > 0 && d > int64(p.cpuLimit) {
+			d = int64(p.cpuLimit)
 		}
-		p.wantCPU = d
+		p.wantCPU = int32(d)
 		o.orig = append(o.orig, d)
 		if p.kind == kindService {
 			prodPods++
@@ -173,8 +173,8 @@ func (o *oracle) capNode(r *run, n *node, sec int64) {
 	}
 	o.apply(n, lo)
 	for i := range hot {
-		if p := &hot[i]; p.kind != kindService && p.allowedCPU < o.orig[i] {
-			p.quota = p.allowedCPU
+		if p := &hot[i]; p.kind != kindService && int64(p.allowedCPU) < o.orig[i] {
+			p.quota = int64(p.allowedCPU)
 			n.throttled++
 		}
 	}
@@ -199,7 +199,7 @@ func (o *oracle) eval(r *run, n *node, avail, capMilli int64) oracleVerdict {
 	var prodUse, nonProdUse, competing, prodPods, starved int64
 	for i := range hot {
 		p := &hot[i]
-		u := p.usageCPU
+		u := int64(p.usageCPU)
 		if p.kind == kindService {
 			prodUse += u
 			prodPods++
@@ -236,7 +236,7 @@ func (o *oracle) apply(n *node, capMilli int64) int64 {
 	for _, competing := range [2]bool{false, true} {
 		for i := range hot {
 			p := &hot[i]
-			o.demand[i], o.weight[i] = 0, max(p.shares, p.beShares, 1)
+			o.demand[i], o.weight[i] = 0, int64(max(p.shares, p.beShares, 1))
 			if p.kind != kindService && (p.shares > minShares) == competing {
 				o.demand[i] = o.orig[i]
 			}
@@ -245,7 +245,7 @@ func (o *oracle) apply(n *node, capMilli int64) int64 {
 		for i := range hot {
 			p := &hot[i]
 			if p.kind != kindService && (p.shares > minShares) == competing {
-				p.allowedCPU = o.got[i]
+				p.allowedCPU = int32(o.got[i])
 				left -= o.got[i]
 				total += o.got[i]
 			}
@@ -253,7 +253,7 @@ func (o *oracle) apply(n *node, capMilli int64) int64 {
 	}
 	for i := range hot {
 		if p := &hot[i]; p.kind == kindService {
-			p.allowedCPU = o.orig[i]
+			p.allowedCPU = int32(o.orig[i])
 			total += o.orig[i]
 		}
 	}

@@ -47,7 +47,7 @@ func TestOracleCapByHand(t *testing.T) {
 		if js.pod == nil || js.pod.node == nil {
 			t.Fatalf("%s: job A is not running at step 10", tc.policy)
 		}
-		if got := js.pod.st().usageCPU; got != tc.jobCPU {
+		if got := int64(js.pod.st().usageCPU); got != tc.jobCPU {
 			t.Errorf("%s: job A uses %dm at step 10, want %dm", tc.policy, got, tc.jobCPU)
 		}
 		n := r.nodes[0]

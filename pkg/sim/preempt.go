@@ -249,8 +249,7 @@ func (r *run) mayPreemptOn(p *pod, n *node) bool {
 		return false
 	}
 	if r.la != nil {
-		n.refreshExcess(r.now)
-		if r.la.Filter(&p.load, &n.load, r.now).Reason != nodeload.Fit {
+		if r.la.FilterSummary(&p.load, n.loadSummary(r.la, r.now), r.now.UnixNano()).Reason != nodeload.Fit {
 			return false
 		}
 	}

@@ -69,13 +69,29 @@ func submitProd(t *testing.T, r *run, name string, cpu int64) *pod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.h.svc = &workload.Service{Name: name, CPURequestMilli: cpu, MemoryRequestBytes: gi, CPUScaleMilli: float32(cpu) / 2, MemoryUsageBytes: gi / 2}
-	p.h.usageMemory = gi / 2
+	s := &workload.Service{Name: name, CPURequestMilli: cpu, MemoryRequestBytes: gi, CPUScaleMilli: float32(cpu) / 2, MemoryUsageBytes: gi / 2}
+	w := r.w
+	if len(w.Shapes) == 0 {
+		// A workload without shapes: a flat one (the tests that have
+		// none end before the pod runs).
+		w = &workload.Workload{Shapes: []workload.Shape{{IntervalSeconds: 1, Values: []float32{1}}}}
+	}
+	p.h.demand = int32(len(r.demands))
+	r.demands = append(r.demands, s.Demand(w))
+	r.services = append(r.services, s)
+	p.mem = s.MemoryUsageBytes
 	r.queue.push(p)
 	return p
 }
 
 func noPreemption(cfg *Config) { cfg.Preemption = ptr.To(false) }
+
+// setMemory makes running pod p use mem bytes from now on.
+func setMemory(p *pod, mem int64) {
+	n := p.node
+	n.podMem += mem - p.mem
+	n.mem[p.nodeIdx], p.mem = mem, mem
+}
 
 // TestK8sDefaultProdPreemptsBatch: on tiny's node-a (4 cores; web asks
 // 2) Batch jobs A and B ask 1 core each and fill it. A Prod pod asking 1
@@ -242,7 +258,7 @@ func TestPDBBlocksCPUEvictionNotMemory(t *testing.T) {
 		// the workload's constant usage cannot express): web's 1 GiB and
 		// 3.5 GiB each fill the 8 GiB node, over the 90 % evict line.
 		for _, j := range []int{0, 1} {
-			r.jobs[j].pod.st().usageMemory = 7 * gi / 2
+			setMemory(r.jobs[j].pod, 7*gi/2)
 		}
 		stepTo(t, r, 5)
 		if r.stats.evictions == 0 || r.stats.refused != 0 || r.stats.ooms != 0 {
@@ -342,7 +358,7 @@ func snapshotOf(t *testing.T, r *run) *preemption.Snapshot {
 			default:
 				// A service: the run dropped its object once placed.
 				var err error
-				if obj, err = r.serviceObject(n.hot[i].svc, p.seq); err != nil {
+				if obj, err = r.serviceObject(r.services[n.hot[i].demand], p.seq); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -54,6 +54,13 @@ type run struct {
 	la    *nodeload.Config // nil for k8s-default
 	sched scheduler
 	nodes []*node
+	// finishing are the nodes with a job pod that did all its work this
+	// step, in node order (runNode lists them for finishJobs).
+	finishing []*node
+	// demands are the services' demand parameters, by service index
+	// (podHot.demand), and services the services themselves.
+	demands  []workload.Demand
+	services []*workload.Service
 
 	steps        int
 	stepSec      int64
@@ -214,6 +221,9 @@ func (r *run) buildNodes() error {
 	r.sched.views = fits
 	layouts := map[int64]*predict.Layout{}
 	r.reportEvery = 0
+	// The nodes side by side, in the order every step walks them.
+	backing := make([]node, len(r.w.Nodes))
+	var windows []windowSample
 	for i := range r.w.Nodes {
 		spec := &r.w.Nodes[i]
 		obj := &corev1.Node{
@@ -225,7 +235,9 @@ func (r *run) buildNodes() error {
 			}},
 		}
 		obj.Status.Capacity = obj.Status.Allocatable.DeepCopy()
-		n := &node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable), fit: &fits[i]}
+		n := &backing[i]
+		*n = node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable), fit: &fits[i]}
+		n.balanceWithout = balanceOf(&n.req, &n.alloc)
 		n.syncFit()
 		n.assigned = n.assignedSeq()
 		resolved, errs := policy.ForNode(obj.Labels, policies)
@@ -268,7 +280,14 @@ func (r *run) buildNodes() error {
 		}
 		if r.policy.colocated() {
 			n.planner = planner
-			n.window = newCPUWindow(int(time.Duration(waterlines.CPUEviction.WindowSeconds) * time.Second / cfg.QoSInterval))
+			// The windows side by side too: every QoS cycle pushes a
+			// sample into each, in node order.
+			k := max(int(time.Duration(waterlines.CPUEviction.WindowSeconds)*time.Second/cfg.QoSInterval), 1)
+			if len(windows) < k {
+				windows = make([]windowSample, k*(len(r.w.Nodes)-i))
+			}
+			n.window = cpuWindow{samples: windows[:k:k]}
+			windows = windows[k:]
 			n.maxPerMin = float64(v1alpha1.DefaultEvictionMaxPerMinute)
 			for j, nq := range selected {
 				m := float64(*v1alpha1.NodeQOSSpecWithDefaults(&nq.Spec).Eviction.MaxPerMinute)
@@ -315,8 +334,10 @@ func (r *run) buildNodes() error {
 // placeServices puts the online services on their nodes before the run:
 // the cluster's existing layout, the same for every policy.
 func (r *run) placeServices() error {
+	r.demands = r.w.Demands()
 	for i := range r.w.Services {
 		s := &r.w.Services[i]
+		r.services = append(r.services, s)
 		r.seq++
 		obj, err := r.serviceObject(s, r.seq)
 		if err != nil {
@@ -326,8 +347,8 @@ func (r *run) placeServices() error {
 		if err != nil {
 			return err
 		}
-		p.h.svc = s
-		p.h.usageMemory = s.MemoryUsageBytes
+		p.h.demand = int32(i)
+		p.mem = s.MemoryUsageBytes
 		n := r.nodes[s.Node]
 		// The services were running long before the simulation: their
 		// load is in the first NodeMetric, nothing is estimated for them.
@@ -434,6 +455,9 @@ func (r *run) admit(obj *corev1.Pod) error {
 // derive is the simulation's pod of an admitted obj, the run's latest.
 func (r *run) derive(obj *corev1.Pod) (*pod, error) {
 	p := newPod(obj, r.la, r.seq)
+	if p.h.cpuLimit == workload.MaxMilliCPU {
+		return nil, fmt.Errorf("pod %s/%s: a CPU limit of %d millicores or more: the simulator keeps CPU figures in 32 bits", obj.Namespace, obj.Name, workload.MaxMilliCPU)
+	}
 	p.sig = r.signatureID(p)
 	if r.preemptor != nil {
 		var err error
@@ -599,8 +623,8 @@ func (r *run) submit(j int) error {
 	if spec.Class == workload.ClassMid {
 		p.h.kind = kindMid
 	}
-	p.h.jobCPU, p.h.usageMemory, p.h.work = spec.CPUDemandMilli, spec.MemoryUsageBytes, spec.WorkMilliSeconds()
-	p.h.done = js.done
+	p.h.demand, p.mem = int32(spec.CPUDemandMilli), spec.MemoryUsageBytes
+	p.h.left = spec.WorkMilliSeconds() - js.done
 	js.pod = p
 	r.queue.push(p)
 	return nil
@@ -651,11 +675,12 @@ func (r *run) oneStep() error {
 	}
 
 	sec := int64(elapsed / time.Second)
+	r.finishing = r.finishing[:0]
 	for _, n := range r.nodes {
 		r.runNode(n, sec)
 	}
 	r.stats.stepDone()
-	for _, n := range r.nodes {
+	for _, n := range r.finishing {
 		r.finishJobs(n, elapsed+r.cfg.Step)
 	}
 	if r.policy.colocated() {
@@ -700,45 +725,46 @@ func (r *run) runNode(n *node, sec int64) {
 	finishing := false
 	starvedBelow := 1 - r.cfg.Harm.StarvedPercent/100
 	stepSec := r.stepSec
-	mem := n.spec.SystemMemoryBytes
+	// Memory use is constant per pod: the node keeps the sum.
+	mem := n.spec.SystemMemoryBytes + n.podMem
+	demands := r.demands
 	for i := range n.hot {
 		p := &n.hot[i]
-		d := p.jobCPU
-		if p.svc != nil {
-			d = p.svc.CPUDemandMilli(r.w, sec)
+		d := int64(p.demand)
+		if p.kind == kindService {
+			d = demands[p.demand].CPUMilli(sec)
 		}
-		if p.cpuLimit > 0 && d > p.cpuLimit {
-			d = p.cpuLimit
+		if p.cpuLimit > 0 && d > int64(p.cpuLimit) {
+			d = int64(p.cpuLimit)
 		}
-		p.wantCPU = d
-		if p.bandCap > 0 && d > p.bandCap {
-			d = p.bandCap
+		want := d
+		p.wantCPU = int32(d)
+		if p.bandCap > 0 && d > int64(p.bandCap) {
+			d = int64(p.bandCap)
 		}
 		if p.quota != qos.NoQuota && d > p.quota {
 			throttledMilli += d - p.quota
 			d = p.quota
 		}
-		p.allowedCPU = d
-		p.usageCPU = d
+		p.allowedCPU = int32(d)
+		p.usageCPU = int32(d)
 		allowed += d
-		mem += p.usageMemory
 		p.avgSum += d
-		p.avgSteps++
 		switch p.kind {
 		case kindService:
-			prodWant += p.wantCPU
+			prodWant += want
 			prodUse += d
 			prodPods++
-			if float64(d) < float64(p.wantCPU)*starvedBelow {
+			if float64(d) < float64(want)*starvedBelow {
 				starved++
 			}
 		case kindBatch:
 			beUse += d
-			p.done += d * stepSec
-			finishing = finishing || p.done >= p.work
+			p.left -= d * stepSec
+			finishing = finishing || p.left <= 0
 		default:
-			p.done += d * stepSec
-			finishing = finishing || p.done >= p.work
+			p.left -= d * stepSec
+			finishing = finishing || p.left <= 0
 		}
 		if p.kind != kindService && p.shares > minShares {
 			competing += d
@@ -752,8 +778,8 @@ func (r *run) runNode(n *node, sec int64) {
 		prodUse, starved, beUse, competing, finishing = 0, 0, 0, 0, false
 		for i := range n.hot {
 			p := &n.hot[i]
-			u := p.usageCPU
-			p.avgSum += u - p.allowedCPU
+			u := int64(p.usageCPU)
+			p.avgSum += u - int64(p.allowedCPU)
 			usage += u
 			switch p.kind {
 			case kindService:
@@ -763,11 +789,11 @@ func (r *run) runNode(n *node, sec int64) {
 				}
 			case kindBatch:
 				beUse += u
-				p.done += (u - p.allowedCPU) * stepSec
-				finishing = finishing || p.done >= p.work
+				p.left -= (u - int64(p.allowedCPU)) * stepSec
+				finishing = finishing || p.left <= 0
 			default:
-				p.done += (u - p.allowedCPU) * stepSec
-				finishing = finishing || p.done >= p.work
+				p.left -= (u - int64(p.allowedCPU)) * stepSec
+				finishing = finishing || p.left <= 0
 			}
 			if p.kind != kindService && p.shares > minShares {
 				competing += u
@@ -776,6 +802,9 @@ func (r *run) runNode(n *node, sec int64) {
 	}
 	n.usageCPU, n.usageMemory = usage, mem
 	n.finishing = finishing
+	if finishing {
+		r.finishing = append(r.finishing, n)
+	}
 	n.prodCPU, n.prodPods, n.beCPU = prodUse, prodPods, beUse
 	n.usageSum += usage
 	n.usageSteps++
@@ -793,7 +822,7 @@ func (r *run) runNode(n *node, sec int64) {
 		r.oomKill(n)
 	}
 	if r.policy.colocated() && r.step%r.qosEvery == 0 {
-		r.measureCandidates(n)
+		r.sampleCandidates(n)
 	}
 }
 
@@ -806,11 +835,11 @@ func (r *run) shareCPU(n *node, avail int64) {
 	s.weight[be] = bestEffortShares
 	for i := range n.hot {
 		p := &n.hot[i]
-		s.weight[i] = p.shares
+		s.weight[i] = int64(p.shares)
 		if p.shares > 0 {
-			s.demand[i] = p.allowedCPU
+			s.demand[i] = int64(p.allowedCPU)
 		} else {
-			s.demand[be] += p.allowedCPU
+			s.demand[be] += int64(p.allowedCPU)
 			s.weight[i] = 1 // not a top-level claim: no demand
 		}
 	}
@@ -818,14 +847,14 @@ func (r *run) shareCPU(n *node, avail int64) {
 	beGot := s.got[be]
 	for i := range n.hot {
 		if p := &n.hot[i]; p.shares > 0 {
-			p.usageCPU = s.got[i]
+			p.usageCPU = int32(s.got[i])
 		}
 	}
 	// Inside the besteffort cgroup.
 	s.reset(len(n.hot))
 	for i := range n.hot {
 		if p := &n.hot[i]; p.shares == 0 {
-			s.demand[i], s.weight[i] = p.allowedCPU, p.beShares
+			s.demand[i], s.weight[i] = int64(p.allowedCPU), int64(p.beShares)
 		} else {
 			s.weight[i] = 1
 		}
@@ -833,7 +862,7 @@ func (r *run) shareCPU(n *node, avail int64) {
 	cfsShare(beGot, s.demand, s.weight, s.got, s.active)
 	for i := range n.hot {
 		if p := &n.hot[i]; p.shares == 0 {
-			p.usageCPU = s.got[i]
+			p.usageCPU = int32(s.got[i])
 		}
 	}
 }
@@ -866,15 +895,15 @@ func (r *run) oomKill(n *node) {
 			}
 			if victim == nil || p.bestEffort && !victim.bestEffort ||
 				p.bestEffort == victim.bestEffort && p.priority < victim.priority ||
-				p.bestEffort == victim.bestEffort && p.priority == victim.priority && (n.hot[i].usageMemory > victim.st().usageMemory ||
-					n.hot[i].usageMemory == victim.st().usageMemory && p.seq < victim.seq) {
+				p.bestEffort == victim.bestEffort && p.priority == victim.priority && (n.mem[i] > victim.mem ||
+					n.mem[i] == victim.mem && p.seq < victim.seq) {
 				victim = p
 			}
 		}
 		if victim == nil {
 			return
 		}
-		n.usageMemory -= victim.st().usageMemory
+		n.usageMemory -= victim.mem
 		// Kubelet reports MemoryPressure, and the node is tainted against
 		// BestEffort pods, for the pressure transition period (5 min).
 		n.pressureUntil = r.now.Add(memoryPressurePeriod)
@@ -897,7 +926,7 @@ func (r *run) finishJobs(n *node, end time.Duration) {
 	}
 	n.finishing = false
 	for i := 0; i < len(n.pods); {
-		if h := &n.hot[i]; h.kind == kindService || h.done < h.work {
+		if h := &n.hot[i]; h.kind == kindService || h.left > 0 {
 			i++
 			continue
 		}
@@ -918,7 +947,7 @@ func (r *run) release(n *node, p *pod) {
 	if r.preemptor != nil && p.job >= 0 {
 		r.preemptor.running[p.vgroup]--
 	}
-	n.remove(p)
+	n.remove(p, r.now)
 }
 
 // removal is why a job pod was taken off its node before it finished.
@@ -939,7 +968,7 @@ func (r *run) evict(p *pod, why removal) {
 	js := &r.jobs[p.job]
 	// release copied the pod's step state back to p.h.
 	if r.cfg.EvictedWork == EvictedWorkContinue {
-		js.done = p.h.done
+		js.done = js.spec.WorkMilliSeconds() - p.h.left
 	}
 	if why == removedByPreemption {
 		r.stats.preempted(js)

@@ -110,8 +110,7 @@ func fitsView(p *pod, f *fitView, now time.Time) bool {
 // fitsLoad is the filters after fitsView: LoadAware's, when it is on.
 func (s *scheduler) fitsLoad(p *pod, n *node, now time.Time) bool {
 	if s.la != nil {
-		n.refreshExcess(now)
-		if s.la.Filter(&p.load, &n.load, now).Reason != nodeload.Fit {
+		if s.la.FilterSummary(&p.load, n.loadSummary(s.la, now), now.UnixNano()).Reason != nodeload.Fit {
 			return false
 		}
 	}
@@ -125,11 +124,10 @@ func (s *scheduler) score(p *pod, n *node, now time.Time) int64 {
 	mem := leastRequested(n.nonZeroMemory+p.nonZeroMemory, n.alloc[resMemory])
 	total := (cpu + mem) / 2
 	if p.req[resCPU] != 0 || p.req[resMemory] != 0 {
-		total += balancedAllocation(&p.req, &n.req, &n.alloc)
+		total += balancedAllocation(&p.req, &n.req, &n.alloc, n.balanceWithout)
 	}
 	if s.la != nil {
-		n.refreshExcess(now)
-		total += s.laWeight * s.la.Score(&p.load, &n.load, now)
+		total += s.laWeight * s.la.ScoreSummary(&p.load, n.loadSummary(s.la, now), now.UnixNano())
 	}
 	return total
 }
@@ -138,17 +136,22 @@ func (s *scheduler) score(p *pod, n *node, now time.Time) int64 {
 // for a pod (kube-scheduler 1.36, cpu and memory, requests as they are):
 // how much placing the pod improves the balance of the two fractions
 // requested, from 50 (worse) through 75 (unchanged) to 100 (better).
-func balancedAllocation(pod, node, alloc *resVec) int64 {
-	var with, without [2]int64
+// withoutPod is the node's balanceOf, which the node keeps (it changes
+// only when a pod comes or goes).
+func balancedAllocation(pod, node, alloc *resVec, withoutPod int64) int64 {
+	var with [2]int64
 	for i, r := range [2]int{resCPU, resMemory} {
-		without[i] = node[r]
 		with[i] = node[r] + pod[r]
 	}
 	allocatable := [2]int64{alloc[resCPU], alloc[resMemory]}
 	withPod := balancedResourceScore(&with, &allocatable)
-	withoutPod := balancedResourceScore(&without, &allocatable)
 	const maxScore = 100
 	return maxScore/2 + (maxScore/2+withPod-withoutPod)/2
+}
+
+// balanceOf is balancedResourceScore of what a node's pods request.
+func balanceOf(node, alloc *resVec) int64 {
+	return balancedResourceScore(&[2]int64{node[resCPU], node[resMemory]}, &[2]int64{alloc[resCPU], alloc[resMemory]})
 }
 
 // balancedResourceScore is (1 − the standard deviation of the requested
@@ -189,11 +192,15 @@ func (s *scheduler) pick(p *pod, nodes []*node, now time.Time) *node {
 	want := numFeasibleNodesToFind(n)
 	s.feasible = s.feasible[:0]
 	processed := 0
+	// j is (nextStart + i) mod n, kept without a division per node.
+	j := s.nextStart % n
 	for i := 0; i < n && len(s.feasible) < want; i++ {
-		j := (s.nextStart + i) % n
 		processed++
 		if fitsView(p, &s.views[j], now) && s.fitsLoad(p, nodes[j], now) {
 			s.feasible = append(s.feasible, nodes[j])
+		}
+		if j++; j == n {
+			j = 0
 		}
 	}
 	s.nextStart = (s.nextStart + processed) % n

@@ -100,6 +100,7 @@ func newScheduler(la *nodeload.Config, laWeight int64, nodes []*corev1.Node, see
 			fit:   &fits[i],
 		}
 		n.syncFit()
+		n.balanceWithout = balanceOf(&n.req, &n.alloc)
 		n.assigned = n.assignedSeq()
 		if la != nil {
 			// A malformed annotation is ignored, as the plugin does.
@@ -123,7 +124,7 @@ func (s *Scheduler) SetNodeMetric(nm *v1alpha1.NodeMetric) error {
 		return fmt.Errorf("NodeMetric %s: no such node", nm.Name)
 	}
 	n.load.Metric = s.la.NewMetric(nm)
-	n.excessFresh = false
+	n.excessFresh, n.sumFresh = false, false
 	return nil
 }
 

@@ -50,30 +50,62 @@ func (p *Planner) SampleBECPU(nodeUsageMilli int64, candidates []Candidate) BECP
 }
 
 func sampleBECPU(nodeCPUMilli, nodeUsageMilli int64, candidates []Candidate, protectedNamespaces []string) BECPU {
-	var b BECPU
-	var caps int64
+	s := NewBESampler(nodeCPUMilli)
 	memo := eligibleMemo{namespaces: protectedNamespaces}
 	for i := range candidates {
 		c := &candidates[i]
 		if !memo.eligible(c) {
 			continue
 		}
-		b.UsageMilli += c.CPUUsageMilli
-		b.RequestMilli += c.CPURequestMilli
-		switch {
-		case c.CPUQuotaMilli != NoQuota:
-			caps += c.CPUQuotaMilli
-		case c.CPULimitMilli > 0:
-			caps += c.CPULimitMilli
-		default:
-			caps += nodeCPUMilli
-		}
-		caps = min(caps, nodeCPUMilli)
+		s.Add(c.CPUUsageMilli, c.CPURequestMilli, c.CPUQuotaMilli, c.CPULimitMilli)
 	}
+	return s.Sample(nodeUsageMilli)
+}
+
+// BESampler is SampleBECPU one candidate at a time, for a shell that keeps
+// its candidates' figures elsewhere than in Candidates (the simulator,
+// which steps every pod of a thousand nodes each second and samples every
+// node each cycle): Add the candidates SampleEligible accepts, in order,
+// then Sample. SampleBECPU is made of it.
+type BESampler struct {
+	nodeCPUMilli int64
+	b            BECPU
+	caps         int64
+}
+
+// NewBESampler starts a sample of a node with nodeCPUMilli of CPU.
+func NewBESampler(nodeCPUMilli int64) BESampler {
+	return BESampler{nodeCPUMilli: nodeCPUMilli}
+}
+
+// Add counts an eligible candidate with these figures (the Candidate
+// fields CPUUsageMilli, CPURequestMilli, CPUQuotaMilli and CPULimitMilli).
+func (s *BESampler) Add(usageMilli, requestMilli, quotaMilli, limitMilli int64) {
+	s.b.UsageMilli += usageMilli
+	s.b.RequestMilli += requestMilli
+	switch {
+	case quotaMilli != NoQuota:
+		s.caps += quotaMilli
+	case limitMilli > 0:
+		s.caps += limitMilli
+	default:
+		s.caps += s.nodeCPUMilli
+	}
+	s.caps = min(s.caps, s.nodeCPUMilli)
+}
+
+// Sample is the BECPU of the candidates added, the node using
+// nodeUsageMilli (SampleBECPU's).
+func (s *BESampler) Sample(nodeUsageMilli int64) BECPU {
+	b := s.b
 	others := max(0, nodeUsageMilli-b.UsageMilli)
-	b.AllowanceMilli = max(0, min(caps, nodeCPUMilli-others))
+	b.AllowanceMilli = max(0, min(s.caps, s.nodeCPUMilli-others))
 	return b
 }
+
+// SampleEligible reports whether SampleBECPU counts c. It depends only on
+// c's pod and band.
+func SampleEligible(c *Candidate) bool { return eligible(c) }
 
 // CPUWindow is what the shell averaged over the CPU eviction window
 // (CPUEvictionParams.WindowSeconds). It passes nil until it holds a full

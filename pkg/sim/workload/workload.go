@@ -129,14 +129,81 @@ type Service struct {
 // CPUDemandMilli is what the service would use at sec seconds into the
 // run with nothing in its way, in millicores, before any limit.
 func (s *Service) CPUDemandMilli(w *Workload, sec int64) int64 {
-	v := s.CPUScaleMilli * w.Shapes[s.Shape].At(sec+s.OffsetSeconds)
-	if s.NoisePercent > 0 {
-		v *= 1 + s.NoisePercent/100*signedUnit(hash(s.Key, uint64(sec)))
+	d := s.Demand(w)
+	return d.CPUMilli(sec)
+}
+
+// Demand is what Service.CPUDemandMilli reads of a service, packed for a
+// simulator that computes every service's demand every step (a Service's
+// fields straddle two cache lines as often as not), and what CPUMilli
+// worked out last: the shape's value changes once a shape interval and a
+// burst once a burst window, not every second. Workload.Demands makes
+// them; a Demand is not safe for concurrent use.
+type Demand struct {
+	shape       *Shape
+	offset      int64
+	key         uint64
+	burstWindow int64
+	scale       float32
+	noise       float32
+	burstP      float32
+	burstFactor float32
+	// base is scale × the shape's value for the seconds in [slotFrom,
+	// slotTo); burst says whether the seconds in [windowFrom, windowTo)
+	// are in a burst. Empty ranges at first.
+	base                 float32
+	burst                bool
+	slotFrom, slotTo     int64
+	windowFrom, windowTo int64
+}
+
+// Demand is the service's Demand, pointing into w.Shapes.
+func (s *Service) Demand(w *Workload) Demand {
+	return Demand{
+		shape: &w.Shapes[s.Shape], offset: s.OffsetSeconds, key: s.Key, burstWindow: s.BurstWindowSeconds,
+		scale: s.CPUScaleMilli, noise: s.NoisePercent, burstP: s.BurstProbability, burstFactor: s.BurstFactor,
 	}
-	if s.BurstProbability > 0 && s.BurstWindowSeconds > 0 {
-		window := uint64((sec + s.OffsetSeconds) / s.BurstWindowSeconds)
-		if unit(hash(s.Key^0x6275727374, window)) < s.BurstProbability {
-			v *= s.BurstFactor
+}
+
+// Demands are the services' Demands, in the order of w.Services. They
+// point into w.Shapes.
+func (w *Workload) Demands() []Demand {
+	ds := make([]Demand, len(w.Services))
+	for i := range w.Services {
+		ds[i] = w.Services[i].Demand(w)
+	}
+	return ds
+}
+
+// CPUMilli is the service's CPUDemandMilli at sec: the same figure, from
+// the shape value and burst it remembers while sec stays in their interval
+// and window.
+func (d *Demand) CPUMilli(sec int64) int64 {
+	if sec < d.slotFrom || sec >= d.slotTo {
+		x := sec + d.offset
+		d.base = d.scale * d.shape.At(x)
+		d.slotFrom, d.slotTo = sec, sec+1
+		if x >= 0 {
+			start := x - x%d.shape.IntervalSeconds
+			d.slotFrom, d.slotTo = start-d.offset, start+d.shape.IntervalSeconds-d.offset
+		}
+	}
+	v := d.base
+	if d.noise > 0 {
+		v *= 1 + d.noise/100*signedUnit(hash(d.key, uint64(sec)))
+	}
+	if d.burstP > 0 && d.burstWindow > 0 {
+		if sec < d.windowFrom || sec >= d.windowTo {
+			x := sec + d.offset
+			d.burst = unit(hash(d.key^0x6275727374, uint64(x/d.burstWindow))) < d.burstP
+			d.windowFrom, d.windowTo = sec, sec+1
+			if x >= 0 {
+				start := x - x%d.burstWindow
+				d.windowFrom, d.windowTo = start-d.offset, start+d.burstWindow-d.offset
+			}
+		}
+		if d.burst {
+			v *= d.burstFactor
 		}
 	}
 	if v < 0 {
@@ -191,8 +258,8 @@ func (w *Workload) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("name"), n.Name, "must be set and unique"))
 		}
 		names[n.Name] = true
-		if n.CPUMilli <= 0 {
-			errs = append(errs, field.Invalid(p.Child("cpuMilli"), n.CPUMilli, "must be positive"))
+		if n.CPUMilli <= 0 || n.CPUMilli > MaxMilliCPU {
+			errs = append(errs, field.Invalid(p.Child("cpuMilli"), n.CPUMilli, maxMilliCPUMsg("must be positive and")))
 		}
 		if n.MemoryBytes <= 0 {
 			errs = append(errs, field.Invalid(p.Child("memoryBytes"), n.MemoryBytes, "must be positive"))
@@ -240,6 +307,15 @@ func (w *Workload) Validate() field.ErrorList {
 		if s.OffsetSeconds < 0 {
 			errs = append(errs, field.Invalid(p.Child("offsetSeconds"), s.OffsetSeconds, "must not be negative"))
 		}
+		if s.CPULimitMilli > MaxMilliCPU {
+			errs = append(errs, field.Invalid(p.Child("cpuLimitMilli"), s.CPULimitMilli, maxMilliCPUMsg("must be")))
+		}
+		if s.Shape >= 0 && s.Shape < len(w.Shapes) {
+			if peak := s.peakDemandMilli(&w.Shapes[s.Shape]); !(peak*(1+1e-6) < MaxMilliCPU+1) {
+				errs = append(errs, field.Invalid(p.Child("cpuScaleMilli"), s.CPUScaleMilli,
+					fmt.Sprintf("the peak CPU demand it gives (× the shape's largest value, the noise and the burst factor: %g millicores) %s", peak, maxMilliCPUMsg("must be"))))
+			}
+		}
 	}
 	names = map[string]bool{}
 	var last time.Duration
@@ -257,8 +333,8 @@ func (w *Workload) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("arrival"), j.Arrival.String(), "jobs must be sorted by arrival"))
 		}
 		last = j.Arrival
-		if j.CPURequestMilli <= 0 {
-			errs = append(errs, field.Invalid(p.Child("cpuRequestMilli"), j.CPURequestMilli, "must be positive"))
+		if j.CPURequestMilli <= 0 || j.CPURequestMilli > MaxMilliCPU {
+			errs = append(errs, field.Invalid(p.Child("cpuRequestMilli"), j.CPURequestMilli, maxMilliCPUMsg("must be positive and")))
 		}
 		if j.MemoryRequestBytes <= 0 {
 			errs = append(errs, field.Invalid(p.Child("memoryRequestBytes"), j.MemoryRequestBytes, "must be positive"))
@@ -274,6 +350,35 @@ func (w *Workload) Validate() field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// MaxMilliCPU is the most millicores Validate accepts for a node's CPU, a
+// job's CPU request (which bounds its demand and limit), a service's CPU
+// limit and its peak CPU demand: the simulator keeps a pod's per-step
+// CPU figures in 32 bits, so that its step state fits one cache line.
+// That is 2 147 483 cores.
+const MaxMilliCPU = math.MaxInt32
+
+func maxMilliCPUMsg(prefix string) string {
+	return fmt.Sprintf("%s at most %d millicores (the simulator keeps CPU figures in 32 bits)", prefix, MaxMilliCPU)
+}
+
+// peakDemandMilli bounds what CPUDemandMilli can return with shape: the
+// shape's largest value times the scale, the largest noise and the burst.
+// NaN or +Inf when the service's figures are.
+func (s *Service) peakDemandMilli(shape *Shape) float64 {
+	var top float64
+	for _, v := range shape.Values {
+		top = max(top, float64(v))
+	}
+	peak := float64(s.CPUScaleMilli) * top
+	if s.NoisePercent > 0 {
+		peak *= 1 + float64(s.NoisePercent)/100
+	}
+	if s.BurstProbability > 0 && s.BurstWindowSeconds > 0 {
+		peak *= max(1, float64(s.BurstFactor))
+	}
+	return peak
 }
 
 // hash mixes a key and a value into 64 well-spread bits (splitmix64's

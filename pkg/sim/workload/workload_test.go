@@ -20,6 +20,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,6 +131,90 @@ func TestSyntheticValidate(t *testing.T) {
 	}
 }
 
+// TestValidateMilliCPURange: the simulator keeps a pod's per-step CPU
+// figures in 32 bits, so Validate refuses a workload whose node CPU, job
+// request, service limit or service peak demand does not fit, naming the
+// field, and accepts MaxMilliCPU itself.
+func TestValidateMilliCPURange(t *testing.T) {
+	valid := func() *Workload {
+		return &Workload{
+			Duration: time.Hour,
+			Nodes:    []Node{{Name: "n", CPUMilli: 4000, MemoryBytes: 1 << 33, Pods: 110}},
+			Shapes:   []Shape{{IntervalSeconds: 60, Values: []float32{0.5, 2}}},
+			Services: []Service{{Name: "s", CPURequestMilli: 1000, CPUScaleMilli: 1000}},
+			Jobs:     []Job{{Name: "j", Class: ClassBatch, CPURequestMilli: 1000, MemoryRequestBytes: 1 << 30, CPUDemandMilli: 500, Duration: time.Minute}},
+		}
+	}
+	if errs := valid().Validate(); len(errs) > 0 {
+		t.Fatalf("the valid workload is refused: %v", errs)
+	}
+	tests := []struct {
+		name   string
+		change func(w *Workload)
+		field  string // "" when the workload is valid
+	}{
+		{"node CPU at the bound", func(w *Workload) { w.Nodes[0].CPUMilli = MaxMilliCPU }, ""},
+		{"node CPU over", func(w *Workload) { w.Nodes[0].CPUMilli = MaxMilliCPU + 1 }, "workload.nodes[0].cpuMilli"},
+		{"job request at the bound", func(w *Workload) { w.Jobs[0].CPURequestMilli = MaxMilliCPU }, ""},
+		{"job request over", func(w *Workload) { w.Jobs[0].CPURequestMilli = MaxMilliCPU + 1 }, "workload.jobs[0].cpuRequestMilli"},
+		{"service limit at the bound", func(w *Workload) { w.Services[0].CPULimitMilli = MaxMilliCPU }, ""},
+		{"service limit over", func(w *Workload) { w.Services[0].CPULimitMilli = MaxMilliCPU + 1 }, "workload.services[0].cpuLimitMilli"},
+		// 2e9 × the shape's 2 is 4e9 millicores.
+		{"service peak over", func(w *Workload) { w.Services[0].CPUScaleMilli = 2e9 }, "workload.services[0].cpuScaleMilli"},
+		// 6e8 × 2 is 1.2e9, within; a +100 % noise or a 2× burst doubles it.
+		{"service peak within", func(w *Workload) { w.Services[0].CPUScaleMilli = 6e8 }, ""},
+		{"service noise over", func(w *Workload) {
+			w.Services[0].CPUScaleMilli, w.Services[0].NoisePercent = 6e8, 100
+		}, "workload.services[0].cpuScaleMilli"},
+		{"service burst over", func(w *Workload) {
+			s := &w.Services[0]
+			s.CPUScaleMilli, s.BurstProbability, s.BurstFactor, s.BurstWindowSeconds = 6e8, 0.1, 2, 300
+		}, "workload.services[0].cpuScaleMilli"},
+		{"service scale NaN", func(w *Workload) { w.Services[0].CPUScaleMilli = float32(math.NaN()) }, "workload.services[0].cpuScaleMilli"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := valid()
+			tt.change(w)
+			errs := w.Validate()
+			if tt.field == "" {
+				if len(errs) > 0 {
+					t.Errorf("refused: %v", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || errs[0].Field != tt.field || !strings.Contains(errs[0].Error(), "32 bits") {
+				t.Errorf("errors %v, want one for %s saying why (32 bits)", errs, tt.field)
+			}
+		})
+	}
+}
+
+// TestDemandRemembers: Demand.CPUMilli, which remembers the shape value
+// and burst of the last interval and window it computed, gives
+// CPUDemandMilli's figure every second, in order, backwards and at random.
+func TestDemandRemembers(t *testing.T) {
+	w := &Workload{Shapes: []Shape{{IntervalSeconds: 60, Values: []float32{0.5, 1.5, 0.25, 2}}}}
+	s := Service{CPUScaleMilli: 1733, OffsetSeconds: 97, NoisePercent: 20, BurstProbability: 0.4, BurstFactor: 2.5, BurstWindowSeconds: 45, Key: 7}
+	var secs []int64
+	for sec := range int64(1000) {
+		secs = append(secs, sec)
+	}
+	for sec := int64(999); sec >= 0; sec -= 7 {
+		secs = append(secs, sec)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		secs = append(secs, r.Int64N(100000))
+	}
+	d := s.Demand(w)
+	for _, sec := range secs {
+		if got, want := d.CPUMilli(sec), s.CPUDemandMilli(w, sec); got != want {
+			t.Fatalf("second %d: Demand.CPUMilli %dm, CPUDemandMilli %dm", sec, got, want)
+		}
+	}
+}
+
 func TestServiceDemand(t *testing.T) {
 	w := &Workload{Shapes: []Shape{{IntervalSeconds: 60, Values: []float32{0.5, 1.5}}}}
 	tests := []struct {
@@ -154,6 +239,9 @@ func TestServiceDemand(t *testing.T) {
 			got := tt.svc.CPUDemandMilli(w, tt.sec)
 			if got < tt.min || got > tt.max {
 				t.Errorf("demand = %dm, want [%d, %d]", got, tt.min, tt.max)
+			}
+			if d := tt.svc.Demand(w); d.CPUMilli(tt.sec) != got {
+				t.Errorf("Demand.CPUMilli = %dm, CPUDemandMilli %dm", d.CPUMilli(tt.sec), got)
 			}
 		})
 	}
