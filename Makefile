@@ -52,7 +52,7 @@ tools: ## Build the control plane, kwok and code generators from source into bin
 	hack/build-tools.sh
 
 .PHONY: generate
-generate: tools ## Regenerate deepcopy, CRDs, RBAC and the typed client
+generate: tools ## Regenerate deepcopy, CRDs, RBAC, the typed client, and the chart's CRDs and values-schema definitions
 	hack/update-codegen.sh
 
 .PHONY: manifests
