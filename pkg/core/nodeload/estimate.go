@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"strconv"
 	"time"
 
@@ -156,9 +158,19 @@ func (c *Config) estimate(pod *corev1.Pod, band extension.Band) (est, limit Vect
 }
 
 // scale returns round(v × percent / 100) without going through floats, so
-// bytes of a large node stay exact.
+// bytes of a large node stay exact. The product is taken in 128 bits: a
+// limit of 64Pi (a "no limit" sentinel the API server admits) times 140
+// overflows 64 bits and would wrap to a negative estimate.
 func scale(v, percent int64) int64 {
-	return (v*percent*2 + 100) / 200
+	if v <= 0 || percent <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(v), uint64(percent)*2)
+	lo, carry := bits.Add64(lo, 100, 0)
+	hi += carry
+	// percent ≤ MaxScalingFactor, so the quotient fits in 64 bits.
+	q, _ := bits.Div64(hi, lo, 200)
+	return int64(min(q, math.MaxInt64))
 }
 
 // scalingFactors returns the args' factors, overridden by the pod's
@@ -269,8 +281,9 @@ func podAmounts(pod *corev1.Pod, name corev1.ResourceName, milli bool) amounts {
 	for i := range pod.Spec.Containers {
 		req, lim, hasReq, hasLim := requestLimit(pod.Spec.Containers[i].Resources)
 		a.asked = a.asked || hasReq || hasLim
-		sumReq += req
-		sumLim += lim
+		// Saturating: two containers of 5Ei would wrap to a negative sum.
+		sumReq = addSat(sumReq, req)
+		sumLim = addSat(sumLim, lim)
 		a.limited = a.limited && hasLim
 	}
 	var initReq, initLim, sideReq, sideLim int64
@@ -279,24 +292,24 @@ func podAmounts(pod *corev1.Pod, name corev1.ResourceName, milli bool) amounts {
 		req, lim, hasReq, hasLim := requestLimit(ic.Resources)
 		a.asked = a.asked || hasReq || hasLim
 		if ic.RestartPolicy != nil && *ic.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sideReq += req
-			sideLim += lim
+			sideReq = addSat(sideReq, req)
+			sideLim = addSat(sideLim, lim)
 			a.limited = a.limited && hasLim
 			initReq = max(initReq, sideReq)
 			initLim = max(initLim, sideLim)
 			continue
 		}
-		initReq = max(initReq, sideReq+req)
+		initReq = max(initReq, addSat(sideReq, req))
 		if hasLim {
-			initLim = max(initLim, sideLim+lim)
+			initLim = max(initLim, addSat(sideLim, lim))
 		}
 	}
-	a.request = max(sumReq+sideReq, initReq)
-	a.limit = max(sumLim+sideLim, initLim)
+	a.request = max(addSat(sumReq, sideReq), initReq)
+	a.limit = max(addSat(sumLim, sideLim), initLim)
 	if o, ok := get(pod.Spec.Overhead); ok && a.asked {
-		a.request += o
+		a.request = addSat(a.request, o)
 		if a.limited {
-			a.limit += o
+			a.limit = addSat(a.limit, o)
 		}
 	}
 	if !a.limited {
