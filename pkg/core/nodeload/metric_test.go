@@ -192,3 +192,34 @@ func TestSetUpdateTime(t *testing.T) {
 		t.Errorf("a metric reported at %v must expire at %v", later, expiry)
 	}
 }
+
+// TestExpiryOfTimesBeyondUnixNanos: an updateTime the CRD admits but Unix
+// nanoseconds cannot hold (before 1678, after 2262) is judged by the
+// design's rule, now − updateTime ≥ expiration: a report from 1600 is
+// expired, not wrapped into a fresh one that is judged for two centuries,
+// and one from 2300 is not expired, like any report from the future.
+func TestExpiryOfTimesBeyondUnixNanos(t *testing.T) {
+	c := mustConfig(t, defaultSpec())
+	now := t0
+	for _, tc := range []struct {
+		updated time.Time
+		expired bool
+	}{
+		{time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		{time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), true},
+		{now.Add(-time.Hour), true},
+		{now, false},
+		{time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), false},
+		{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), false},
+	} {
+		m := c.NewMetric(makeMetric("n", tc.updated).usage("cpu", "15", "memory", "60Gi").obj())
+		if got := c.Expired(m, now); got != tc.expired {
+			t.Errorf("updated %v: Expired = %v, want %v", tc.updated, got, tc.expired)
+		}
+		var set Metric
+		c.SetUpdateTime(&set, tc.updated)
+		if got := c.Expired(&set, now); got != tc.expired {
+			t.Errorf("SetUpdateTime(%v): Expired = %v, want %v", tc.updated, got, tc.expired)
+		}
+	}
+}
