@@ -203,9 +203,13 @@ func (c *Config) scalingFactors(pod *corev1.Pod) (Vector, error) {
 	return factors, nil
 }
 
+// MaxSeconds bounds every duration given in seconds, in the args or a pod
+// annotation: a year is longer than any estimation window or NodeMetric
+// expiry, and past 292 years a time.Duration wraps negative, which would
+// silently close a window or expire every NodeMetric at once.
+const MaxSeconds = 365 * 24 * 3600
+
 // seconds reads a forced-estimation annotation: whole seconds, at least 0.
-// maxAnnotatedSeconds bounds a window given in a pod annotation.
-const maxAnnotatedSeconds = 365 * 24 * 3600
 
 func seconds(pod *corev1.Pod, key string, def time.Duration) (time.Duration, error) {
 	raw, ok := pod.Annotations[key]
@@ -217,10 +221,8 @@ func seconds(pod *corev1.Pod, key string, def time.Duration) (time.Duration, err
 	case err != nil:
 	case s < 0:
 		err = errors.New("must be at least 0")
-	case s > maxAnnotatedSeconds:
-		// Beyond this a time.Duration wraps negative and the window would
-		// silently close; a year is longer than any estimation window.
-		err = fmt.Errorf("must be at most %d (a year)", maxAnnotatedSeconds)
+	case s > MaxSeconds:
+		err = fmt.Errorf("must be at most %d (a year)", MaxSeconds)
 	}
 	if err != nil {
 		return def, fmt.Errorf("ignoring annotation %s=%q of pod %s/%s: %w", key, raw, pod.Namespace, pod.Name, err)
