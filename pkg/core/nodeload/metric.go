@@ -77,9 +77,10 @@ type Aggregate struct {
 	Reported uint16
 }
 
-// NewMetric converts a NodeMetric. Pods reported without a band count as
-// Prod, like extension.BandOf's default: Prod usage then errs on the high
-// side, which is the safe one for Prod thresholds.
+// NewMetric converts a NodeMetric. Pods reported without a band, or with
+// one that is not a band (extension.ParseBand), count as Prod, like
+// extension.BandOf's default for a missing or malformed label: Prod usage
+// then errs on the high side, which is the safe one for Prod thresholds.
 func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 	cp := v1alpha1.CollectPolicyWithDefaults(nm.Spec.CollectPolicy)
 	m := &Metric{
@@ -111,7 +112,7 @@ func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 		pm := &st.PodsMetric[i]
 		usage := c.Resources.Vector(pm.Usage)
 		m.PodUsage[PodKey(pm.Namespace, pm.Name)] = usage
-		if pm.Band == "" || extension.Band(pm.Band) == extension.BandProd {
+		if band, err := extension.ParseBand(pm.Band); err != nil || band == extension.BandProd {
 			m.ProdUsage = m.ProdUsage.Add(usage)
 		}
 	}

@@ -75,6 +75,18 @@ func TestNewMetric(t *testing.T) {
 			Aggregates:         aggregates, ForbidScheduling: true, PodUsage: podUsage,
 		},
 	}, {
+		name: "pods reported with a band that is not one count as Prod, like pods without one",
+		nm: makeMetric("n", t0).usage("cpu", "4", "memory", "8Gi").
+			pod("ns", "a", "Prod", "cpu", "1", "memory", "2Gi").
+			pod("ns", "b", "gold", "cpu", "500m", "memory", "1Gi").
+			pod("ns", "c", extension.BandMid, "cpu", "2", "memory", "1Gi").obj(),
+		// a + b = (1500m, 3Gi); c is Mid.
+		want: &Metric{
+			UpdateTime: t0, ReportInterval: 60 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(4000, 8*Gi),
+			ProdUsage: vec(1500, 3*Gi), PredictedNodeUsage: vec(4000, 8*Gi),
+			PodUsage: map[string]Vector{"ns/a": vec(1000, 2*Gi), "ns/b": vec(500, 1*Gi), "ns/c": vec(2000, 1*Gi)},
+		},
+	}, {
 		name: "forbid condition False and default report interval",
 		nm:   makeMetric("n", t0).usage("cpu", "1").forbid(metav1.ConditionFalse).obj(),
 		want: &Metric{UpdateTime: t0, ReportInterval: 60 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(1000, 0), PredictedNodeUsage: vec(1000, 0), PodUsage: map[string]Vector{}},
