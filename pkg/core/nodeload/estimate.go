@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"strconv"
 	"time"
 
@@ -156,9 +158,19 @@ func (c *Config) estimate(pod *corev1.Pod, band extension.Band) (est, limit Vect
 }
 
 // scale returns round(v × percent / 100) without going through floats, so
-// bytes of a large node stay exact.
+// bytes of a large node stay exact. The product is taken in 128 bits: a
+// limit of 64Pi (a "no limit" sentinel the API server admits) times 140
+// overflows 64 bits and would wrap to a negative estimate.
 func scale(v, percent int64) int64 {
-	return (v*percent*2 + 100) / 200
+	if v <= 0 || percent <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(v), uint64(percent)*2)
+	lo, carry := bits.Add64(lo, 100, 0)
+	hi += carry
+	// percent ≤ MaxScalingFactor, so the quotient fits in 64 bits.
+	q, _ := bits.Div64(hi, lo, 200)
+	return int64(min(q, math.MaxInt64))
 }
 
 // scalingFactors returns the args' factors, overridden by the pod's
@@ -191,9 +203,13 @@ func (c *Config) scalingFactors(pod *corev1.Pod) (Vector, error) {
 	return factors, nil
 }
 
+// MaxSeconds bounds every duration given in seconds, in the args or a pod
+// annotation: a year is longer than any estimation window or NodeMetric
+// expiry, and past 292 years a time.Duration wraps negative, which would
+// silently close a window or expire every NodeMetric at once.
+const MaxSeconds = 365 * 24 * 3600
+
 // seconds reads a forced-estimation annotation: whole seconds, at least 0.
-// maxAnnotatedSeconds bounds a window given in a pod annotation.
-const maxAnnotatedSeconds = 365 * 24 * 3600
 
 func seconds(pod *corev1.Pod, key string, def time.Duration) (time.Duration, error) {
 	raw, ok := pod.Annotations[key]
@@ -205,10 +221,8 @@ func seconds(pod *corev1.Pod, key string, def time.Duration) (time.Duration, err
 	case err != nil:
 	case s < 0:
 		err = errors.New("must be at least 0")
-	case s > maxAnnotatedSeconds:
-		// Beyond this a time.Duration wraps negative and the window would
-		// silently close; a year is longer than any estimation window.
-		err = fmt.Errorf("must be at most %d (a year)", maxAnnotatedSeconds)
+	case s > MaxSeconds:
+		err = fmt.Errorf("must be at most %d (a year)", MaxSeconds)
 	}
 	if err != nil {
 		return def, fmt.Errorf("ignoring annotation %s=%q of pod %s/%s: %w", key, raw, pod.Namespace, pod.Name, err)
@@ -269,8 +283,9 @@ func podAmounts(pod *corev1.Pod, name corev1.ResourceName, milli bool) amounts {
 	for i := range pod.Spec.Containers {
 		req, lim, hasReq, hasLim := requestLimit(pod.Spec.Containers[i].Resources)
 		a.asked = a.asked || hasReq || hasLim
-		sumReq += req
-		sumLim += lim
+		// Saturating: two containers of 5Ei would wrap to a negative sum.
+		sumReq = addSat(sumReq, req)
+		sumLim = addSat(sumLim, lim)
 		a.limited = a.limited && hasLim
 	}
 	var initReq, initLim, sideReq, sideLim int64
@@ -279,24 +294,24 @@ func podAmounts(pod *corev1.Pod, name corev1.ResourceName, milli bool) amounts {
 		req, lim, hasReq, hasLim := requestLimit(ic.Resources)
 		a.asked = a.asked || hasReq || hasLim
 		if ic.RestartPolicy != nil && *ic.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sideReq += req
-			sideLim += lim
+			sideReq = addSat(sideReq, req)
+			sideLim = addSat(sideLim, lim)
 			a.limited = a.limited && hasLim
 			initReq = max(initReq, sideReq)
 			initLim = max(initLim, sideLim)
 			continue
 		}
-		initReq = max(initReq, sideReq+req)
+		initReq = max(initReq, addSat(sideReq, req))
 		if hasLim {
-			initLim = max(initLim, sideLim+lim)
+			initLim = max(initLim, addSat(sideLim, lim))
 		}
 	}
-	a.request = max(sumReq+sideReq, initReq)
-	a.limit = max(sumLim+sideLim, initLim)
+	a.request = max(addSat(sumReq, sideReq), initReq)
+	a.limit = max(addSat(sumLim, sideLim), initLim)
 	if o, ok := get(pod.Spec.Overhead); ok && a.asked {
-		a.request += o
+		a.request = addSat(a.request, o)
 		if a.limited {
-			a.limit += o
+			a.limit = addSat(a.limit, o)
 		}
 	}
 	if !a.limited {

@@ -229,3 +229,50 @@ func TestNewAssignedPod(t *testing.T) {
 		})
 	}
 }
+
+// TestEstimateHugeQuantities: a pod the API server admits with a memory
+// limit of petabytes or exabytes (a "no limit" sentinel) is estimated at a
+// huge amount, never at a negative one, which would make every node look
+// emptier with the pod than without it and let the pod past every memory
+// threshold.
+func TestEstimateHugeQuantities(t *testing.T) {
+	c := mustConfig(t, defaultSpec())
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		// want is the memory estimate.
+		want int64
+	}{{
+		name: "limit of 64Pi: 70 % of it",
+		pod:  makePod("ns", "p").req("cpu", "1", "memory", "1Gi").lim("memory", "64Pi").obj(),
+		want: 50440315826549555, // round(2^56 × 0.7)
+	}, {
+		name: "request of 1Ei",
+		pod:  makePod("ns", "p").req("cpu", "1", "memory", "1Ei").obj(),
+		want: 807045053224792883, // round(2^60 × 0.7)
+	}, {
+		name: "two containers of 5Ei each: the sum saturates instead of wrapping to 0",
+		pod:  makePod("ns", "p").req("cpu", "1", "memory", "5Ei").container(rl("memory", "5Ei"), nil).obj(),
+		want: 6456360425798343065, // round((2^63 − 1) × 0.7)
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			load, err := c.NewPodLoad(tc.pod)
+			if err != nil {
+				t.Fatalf("NewPodLoad: %v", err)
+			}
+			if got := load.Estimate[Memory]; got != tc.want {
+				t.Errorf("memory estimate = %d, want %d", got, tc.want)
+			}
+			a, _ := c.NewAssignedPod(tc.pod, t0)
+			if got := a.Estimate[Memory]; got != tc.want {
+				t.Errorf("assigned memory estimate = %d, want %d", got, tc.want)
+			}
+			// A node at 90 % of its memory cannot take such a pod.
+			node := NodeLoad{Allocatable: vec(16000, 64*Gi), Thresholds: c.Thresholds, Metric: c.NewMetric(makeMetric("n", t0).usage("cpu", "1", "memory", "57600Mi").obj())}
+			if got := c.Filter(&load, &node, t0); got.Reason != ReasonUsage || got.Over != 1<<Memory {
+				t.Errorf("Filter = %+v, want memory over its threshold", got)
+			}
+		})
+	}
+}

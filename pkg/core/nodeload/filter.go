@@ -173,13 +173,13 @@ func (c *Config) judged(pod *PodLoad, node *NodeLoad, est *Vector) (Reason, *Vec
 	m, t, n := node.Metric, &node.Thresholds, c.Resources.Len()
 	switch {
 	case pod.Prod && t.HasProd():
+		base := &m.ProdUsage
+		var peak Vector
 		if c.ProdUsageIncludePrediction && m.HasProdPeak {
-			for i := range n {
-				est[i] = max(m.ProdUsage[i], m.ProdPeak[i]) + node.ProdExcess[i] + pod.Estimate[i]
-			}
-		} else {
-			sum3(est, &m.ProdUsage, &node.ProdExcess, &pod.Estimate, n)
+			peak = m.ProdUsage.Max(m.ProdPeak)
+			base = &peak
 		}
+		sum3(est, base, &node.ProdExcess, &pod.Estimate, n)
 		return ReasonProdUsage, &t.Prod
 	case t.HasAggregated():
 		base, _ := m.Aggregate(t.Aggregation)

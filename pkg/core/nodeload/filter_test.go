@@ -18,6 +18,7 @@ package nodeload
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -396,5 +397,60 @@ func TestPercent(t *testing.T) {
 		if got := Percent(tc.used, tc.total); got != tc.want {
 			t.Errorf("Percent(%d, %d) = %d, want %d", tc.used, tc.total, got, tc.want)
 		}
+	}
+}
+
+// TestFilterHugeSumsSaturate: load added up from huge pods -- assigned
+// pods whose estimates are exabytes each (limits the API server admits),
+// and an agent reporting exabytes per pod -- saturates instead of wrapping
+// to a negative sum that fits any threshold, on every path Filter takes:
+// node usage, Prod usage, and Prod usage raised to the predicted peak.
+func TestFilterHugeSumsSaturate(t *testing.T) {
+	s := defaultSpec()
+	s.ProdUsageThresholds = map[corev1.ResourceName]int64{corev1.ResourceMemory: 90}
+	s.ProdUsageIncludePrediction = true
+	c := mustConfig(t, s)
+	var assigned []*AssignedPod
+	for _, name := range []string{"a", "b", "c"} {
+		p, err := c.NewAssignedPod(makePod("ns", name).req("cpu", "1", "memory", "5Ei").obj(), t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assigned = append(assigned, &p)
+	}
+	huge := makePod("ns", "p").req("cpu", "1", "memory", "5Ei").obj()
+	prod, err := c.NewPodLoad(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := c.NewPodLoad(makePod("ns", "p").band(extension.BandBatch).req("cpu", "1", "memory", "1Gi").obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := map[string]*v1alpha1.NodeMetric{
+		"not reported yet": makeMetric("n", t0).usage("cpu", "1", "memory", "1Gi").prodPeak("cpu", "1", "memory", "1Gi").obj(),
+		"reported by the agent": makeMetric("n", t0).usage("cpu", "1", "memory", "1Gi").
+			pod("ns", "x", extension.BandProd, "memory", "5Ei").pod("ns", "y", extension.BandProd, "memory", "5Ei").obj(),
+	}
+	for name, nm := range metrics {
+		t.Run(name, func(t *testing.T) {
+			m := c.NewMetric(nm)
+			all, prodExcess, _ := NodeExcess(slices.Values(assigned), m, t0.Add(time.Second))
+			node := NodeLoad{Allocatable: vec(16000, 64*Gi), Thresholds: c.Thresholds, Metric: m, Excess: all, ProdExcess: prodExcess}
+			sum := c.Summarize(&node)
+			now := t0.Add(time.Second)
+			for _, tc := range []struct {
+				name string
+				pod  *PodLoad
+				want Reason
+			}{{"prod", &prod, ReasonProdUsage}, {"batch", &batch, ReasonUsage}} {
+				if got := c.Filter(tc.pod, &node, now); got.Reason != tc.want || got.Over != 1<<Memory {
+					t.Errorf("Filter of a %s pod = %+v, want memory refused with reason %v", tc.name, got, tc.want)
+				}
+				if got := c.FilterSummary(tc.pod, &sum, now.UnixNano()); got.Reason != tc.want || got.Over != 1<<Memory {
+					t.Errorf("FilterSummary of a %s pod = %+v, want memory refused with reason %v", tc.name, got, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ package nodeload
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -76,9 +77,10 @@ type Aggregate struct {
 	Reported uint16
 }
 
-// NewMetric converts a NodeMetric. Pods reported without a band count as
-// Prod, like extension.BandOf's default: Prod usage then errs on the high
-// side, which is the safe one for Prod thresholds.
+// NewMetric converts a NodeMetric. Pods reported without a band, or with
+// one that is not a band (extension.ParseBand), count as Prod, like
+// extension.BandOf's default for a missing or malformed label: Prod usage
+// then errs on the high side, which is the safe one for Prod thresholds.
 func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 	cp := v1alpha1.CollectPolicyWithDefaults(nm.Spec.CollectPolicy)
 	m := &Metric{
@@ -89,7 +91,7 @@ func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 	st := &nm.Status
 	if st.UpdateTime != nil {
 		m.UpdateTime = st.UpdateTime.Time
-		m.expiresAt = m.UpdateTime.Add(c.MetricExpiration).UnixNano()
+		m.expiresAt = unixNanoSat(m.UpdateTime.Add(c.MetricExpiration))
 	}
 	if info := st.NodeMetric; info != nil {
 		m.NodeUsage = c.Resources.Vector(info.NodeUsage)
@@ -110,7 +112,7 @@ func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 		pm := &st.PodsMetric[i]
 		usage := c.Resources.Vector(pm.Usage)
 		m.PodUsage[PodKey(pm.Namespace, pm.Name)] = usage
-		if pm.Band == "" || extension.Band(pm.Band) == extension.BandProd {
+		if band, err := extension.ParseBand(pm.Band); err != nil || band == extension.BandProd {
 			m.ProdUsage = m.ProdUsage.Add(usage)
 		}
 	}
@@ -144,7 +146,27 @@ func (c *Config) SetPredictedNodeUsage(m *Metric) {
 // converting a NodeMetric every time.
 func (c *Config) SetUpdateTime(m *Metric, t time.Time) {
 	m.UpdateTime = t
-	m.expiresAt = t.Add(c.MetricExpiration).UnixNano()
+	m.expiresAt = unixNanoSat(t.Add(c.MetricExpiration))
+}
+
+// Bounds of the times Unix nanoseconds hold (years 1678 and 2262).
+var (
+	minUnixNano = time.Unix(0, math.MinInt64)
+	maxUnixNano = time.Unix(0, math.MaxInt64)
+)
+
+// unixNanoSat is t in Unix nanoseconds, held to the int64 range:
+// time.UnixNano wraps outside it, which turned an updateTime of 1600 into
+// an expiry two centuries ahead. A time beyond either bound compares with
+// every realistic now as the time itself does.
+func unixNanoSat(t time.Time) int64 {
+	switch {
+	case t.Before(minUnixNano):
+		return math.MinInt64
+	case t.After(maxUnixNano):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }
 
 // Expired reports whether the agent has not reported for the Config's

@@ -75,6 +75,18 @@ func TestNewMetric(t *testing.T) {
 			Aggregates:         aggregates, ForbidScheduling: true, PodUsage: podUsage,
 		},
 	}, {
+		name: "pods reported with a band that is not one count as Prod, like pods without one",
+		nm: makeMetric("n", t0).usage("cpu", "4", "memory", "8Gi").
+			pod("ns", "a", "Prod", "cpu", "1", "memory", "2Gi").
+			pod("ns", "b", "gold", "cpu", "500m", "memory", "1Gi").
+			pod("ns", "c", extension.BandMid, "cpu", "2", "memory", "1Gi").obj(),
+		// a + b = (1500m, 3Gi); c is Mid.
+		want: &Metric{
+			UpdateTime: t0, ReportInterval: 60 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(4000, 8*Gi),
+			ProdUsage: vec(1500, 3*Gi), PredictedNodeUsage: vec(4000, 8*Gi),
+			PodUsage: map[string]Vector{"ns/a": vec(1000, 2*Gi), "ns/b": vec(500, 1*Gi), "ns/c": vec(2000, 1*Gi)},
+		},
+	}, {
 		name: "forbid condition False and default report interval",
 		nm:   makeMetric("n", t0).usage("cpu", "1").forbid(metav1.ConditionFalse).obj(),
 		want: &Metric{UpdateTime: t0, ReportInterval: 60 * time.Second, AggregateWindow: 5 * time.Minute, NodeUsage: vec(1000, 0), PredictedNodeUsage: vec(1000, 0), PodUsage: map[string]Vector{}},
@@ -190,5 +202,36 @@ func TestSetUpdateTime(t *testing.T) {
 	expiry := later.Add(c.MetricExpiration)
 	if c.Expired(got, expiry.Add(-time.Nanosecond)) || !c.Expired(got, expiry) {
 		t.Errorf("a metric reported at %v must expire at %v", later, expiry)
+	}
+}
+
+// TestExpiryOfTimesBeyondUnixNanos: an updateTime the CRD admits but Unix
+// nanoseconds cannot hold (before 1678, after 2262) is judged by the
+// design's rule, now − updateTime ≥ expiration: a report from 1600 is
+// expired, not wrapped into a fresh one that is judged for two centuries,
+// and one from 2300 is not expired, like any report from the future.
+func TestExpiryOfTimesBeyondUnixNanos(t *testing.T) {
+	c := mustConfig(t, defaultSpec())
+	now := t0
+	for _, tc := range []struct {
+		updated time.Time
+		expired bool
+	}{
+		{time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		{time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), true},
+		{now.Add(-time.Hour), true},
+		{now, false},
+		{time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), false},
+		{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), false},
+	} {
+		m := c.NewMetric(makeMetric("n", tc.updated).usage("cpu", "15", "memory", "60Gi").obj())
+		if got := c.Expired(m, now); got != tc.expired {
+			t.Errorf("updated %v: Expired = %v, want %v", tc.updated, got, tc.expired)
+		}
+		var set Metric
+		c.SetUpdateTime(&set, tc.updated)
+		if got := c.Expired(&set, now); got != tc.expired {
+			t.Errorf("SetUpdateTime(%v): Expired = %v, want %v", tc.updated, got, tc.expired)
+		}
 	}
 }

@@ -41,10 +41,12 @@ const (
 // zero.
 type Vector [MaxResources]int64
 
-// Add returns v + o.
+// Add returns v + o, saturating like Filter's sums: the excess of pods
+// with exabyte estimates, or exabytes of usage reported per pod, would
+// otherwise wrap to a negative load that fits any threshold.
 func (v Vector) Add(o Vector) Vector {
 	for i := range v {
-		v[i] += o[i]
+		v[i] = addSat(v[i], o[i])
 	}
 	return v
 }

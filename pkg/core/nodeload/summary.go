@@ -48,9 +48,6 @@ const (
 	forbidScheduling
 	// prodThresholds: the node has Prod thresholds (Thresholds.HasProd).
 	prodThresholds
-	// prodWrapping: Prod pods are judged by max(Prod usage, peak) + Prod
-	// excess + estimate, which Filter adds without saturating.
-	prodWrapping
 )
 
 // resourceSummary is one resource of a NodeSummary.
@@ -93,18 +90,15 @@ func (c *Config) Summarize(node *NodeLoad) NodeSummary {
 	// Filter, rule 5 (Config.judged).
 	if t.HasProd() {
 		s.flags |= prodThresholds
-		wrapping := c.ProdUsageIncludePrediction && m.HasProdPeak
-		if wrapping {
-			s.flags |= prodWrapping
-		}
+		withPeak := c.ProdUsageIncludePrediction && m.HasProdPeak
 		for i := range n {
 			r := &s.res[i]
 			r.prodThreshold = t.Prod[i]
-			if wrapping {
-				r.prodBase = max(m.ProdUsage[i], m.ProdPeak[i]) + node.ProdExcess[i]
-			} else {
-				r.prodBase = addSat(m.ProdUsage[i], node.ProdExcess[i])
+			base := m.ProdUsage[i]
+			if withPeak {
+				base = max(base, m.ProdPeak[i])
 			}
+			r.prodBase = addSat(base, node.ProdExcess[i])
 		}
 	}
 	base, thresholds := &m.NodeUsage, &t.Usage
@@ -164,7 +158,6 @@ func (c *Config) FilterSummary(pod *PodLoad, s *NodeSummary, now int64) Verdict 
 		return Verdict{Reason: ReasonMetricExpired}
 	}
 	prod := pod.Prod && s.flags&prodThresholds != 0
-	wrapping := prod && s.flags&prodWrapping != 0
 	var over uint16
 	for i := range c.Resources.Len() {
 		r := &s.res[i]
@@ -175,13 +168,7 @@ func (c *Config) FilterSummary(pod *PodLoad, s *NodeSummary, now int64) Verdict 
 		if threshold == 0 || r.alloc <= 0 {
 			continue
 		}
-		var est int64
-		if wrapping {
-			est = base + pod.Estimate[i]
-		} else {
-			est = addSat(base, pod.Estimate[i])
-		}
-		if Percent(est, r.alloc) > threshold {
+		if Percent(addSat(base, pod.Estimate[i]), r.alloc) > threshold {
 			over |= 1 << i
 		}
 	}

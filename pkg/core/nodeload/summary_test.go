@@ -30,7 +30,7 @@ import (
 // TestSummaryAgrees: on random configs, nodes and pods -- every switch of
 // the args, metrics missing, never reported, expired or forbidding,
 // aggregates reported or not, and quantities up to the int64 limit and
-// below zero, where sums saturate or wrap -- FilterSummary and
+// below zero, where sums saturate -- FilterSummary and
 // ScoreSummary give exactly Filter's verdict and Score's score.
 func TestSummaryAgrees(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))

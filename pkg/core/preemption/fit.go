@@ -18,6 +18,7 @@ package preemption
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -84,7 +85,15 @@ func fromList(rl corev1.ResourceList) requests {
 	return out
 }
 
-func milli(q resource.Quantity) int64 { return q.MilliValue() }
+// milli is q in milli-units, saturating: memory past 8Pi is more
+// millibytes than an int64 holds, and MilliValue wraps it negative, which
+// reads as asking for nothing.
+func milli(q resource.Quantity) int64 {
+	if q.Sign() > 0 && q.Value() > math.MaxInt64/1000 {
+		return math.MaxInt64
+	}
+	return q.MilliValue()
+}
 
 // podRequests is what the pod asks of a node. Simplified from the
 // scheduler: spec.resources (pod-level) when set; otherwise the larger of
@@ -128,7 +137,9 @@ func insufficient(allocatable, used, pod requests) corev1.ResourceName {
 		if a.milli <= 0 {
 			continue
 		}
-		if used.get(a.name)+a.milli > allocatable.get(a.name) && (short == "" || a.name < short) {
+		// a.milli may be saturated: compare with what is free rather than
+		// add it to what is used.
+		if a.milli > allocatable.get(a.name)-used.get(a.name) && (short == "" || a.name < short) {
 			short = a.name
 		}
 	}

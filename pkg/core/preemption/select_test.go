@@ -366,3 +366,19 @@ func cpuReq(q string) corev1.ResourceRequirements {
 }
 
 func mustQuantity(q string) resource.Quantity { return resource.MustParse(q) }
+
+// TestSelectVictimsHugeRequest: a pending pod asking for 16Pi of memory --
+// more millibytes than an int64 holds -- does not fit a 64Gi node. Its
+// request wrapped negative, and the dry run reported it fitting the first
+// node while the scheduler says Insufficient memory.
+func TestSelectVictimsHugeRequest(t *testing.T) {
+	node := makeNode("n1", 2000)
+	node.Status.Allocatable[corev1.ResourceMemory] = mustQuantity("64Gi")
+	pod := makePod("p").priority(9500).cpu(100).obj()
+	pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = mustQuantity("16Pi")
+	s := &Snapshot{Nodes: []NodePods{{node, []*corev1.Pod{makePod("a").priority(3000).cpu(100).obj()}}}}
+	want := result{Outcome: Unschedulable, Message: "0/1 nodes are available: 1 Insufficient memory."}
+	if diff := cmp.Diff(want, byNames(s.SelectVictims(pod))); diff != "" {
+		t.Errorf("SelectVictims (-want +got):\n%s", diff)
+	}
+}

@@ -340,24 +340,24 @@ func (ns *nodeState) publishLocked(v *nodeView) {
 }
 
 // setMetric records a node's NodeMetric, or its deletion when m is nil,
-// and returns the one it replaced; applied is false when m was ignored. A
-// metric reported earlier than the one held is ignored, so that a late
-// delivery (a relist) never takes the view back.
-func (c *nodeCache) setMetric(name string, m *nodeload.Metric) (prev *nodeload.Metric, applied bool) {
+// and returns the one it replaced. The plugin's
+// informer is the only writer and delivers a NodeMetric's versions in the
+// API server's order -- a relist lists no older version than it has seen
+// -- so the latest delivery is the latest report, whatever its updateTime
+// says. Keeping the later updateTime instead froze the node on a report
+// stamped by an agent clock that ran ahead and was then corrected: that
+// report never expires while it is in the future.
+func (c *nodeCache) setMetric(name string, m *nodeload.Metric) (prev *nodeload.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ns := c.getOrCreateLocked(name)
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	prev = ns.metric
-	if m != nil && prev != nil && prev.UpdateTime.After(m.UpdateTime) {
-		c.dropIfEmptyLocked(name, ns)
-		return prev, false
-	}
 	ns.metric = m
 	ns.changedLocked()
 	c.dropIfEmptyLocked(name, ns)
-	return prev, true
+	return prev
 }
 
 // assign counts a pod on nodeName: bound (assumed false) or reserved by this

@@ -98,9 +98,9 @@ func (pl *LoadAware) metricHandler(logger klog.Logger) cache.ResourceEventHandle
 			return
 		}
 		m := pl.cfg.NewMetric(nm)
-		prev, applied := pl.cache.setMetric(nm.Name, m)
-		logger.V(5).Info("NodeMetric updated", "node", klog.KRef("", nm.Name), "applied", applied)
-		if applied && pl.cfg.MayAdmitMore(prev, m) {
+		prev := pl.cache.setMetric(nm.Name, m)
+		logger.V(5).Info("NodeMetric updated", "node", klog.KRef("", nm.Name))
+		if pl.cfg.MayAdmitMore(prev, m) {
 			pl.wakeActivation()
 		}
 	}
@@ -112,7 +112,7 @@ func (pl *LoadAware) metricHandler(logger klog.Logger) cache.ResourceEventHandle
 				obj = tombstone.Obj
 			}
 			if nm, ok := obj.(*v1alpha1.NodeMetric); ok {
-				if prev, _ := pl.cache.setMetric(nm.Name, nil); prev != nil {
+				if prev := pl.cache.setMetric(nm.Name, nil); prev != nil {
 					pl.wakeActivation()
 				}
 			}

@@ -393,6 +393,21 @@ func TestNodeMetricExpiresWithTime(t *testing.T) {
 	}
 }
 
+// TestNodeMetricAfterAgentClockStepsBack: an agent whose clock ran an hour
+// ahead reports once, then its clock is corrected. The informer delivers
+// NodeMetric updates in the API server's order, so the corrected report is
+// the newer one and the node is judged by it -- not by the future-stamped
+// report, which would never expire and hide the node's load for an hour.
+func TestNodeMetricAfterAgentClockStepsBack(t *testing.T) {
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil, metric("n", t0.Add(time.Hour)).usage("1", "1Gi").obj())
+	e.eventually("the future-stamped NodeMetric", func() bool { return e.metricSeen("n", t0.Add(time.Hour)) })
+	e.updateMetric(metric("n", t0.Add(5*time.Second)).usage("15", "60Gi").obj())
+	e.eventually("the corrected NodeMetric", func() bool { return e.metricSeen("n", t0.Add(5*time.Second)) })
+	if s := e.filter(pod("p", "1", "1Gi").Obj(), "n"); s.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("node at 94 %% cpu by its latest report: %v, want refused", s)
+	}
+}
+
 func TestForcedEstimationWindowEnds(t *testing.T) {
 	// A 4-core pod bound at t0 − 5m and reported at 3 cores: with a 10-minute
 	// window after scheduling, its estimate (3.4) stands in for its usage

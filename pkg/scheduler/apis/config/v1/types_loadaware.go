@@ -37,7 +37,7 @@ type LoadAwareArgs struct {
 	// report (status.updateTime) a NodeMetric is still trusted. A node whose
 	// NodeMetric is older is treated as not reporting: refused (unless
 	// enableScheduleWhenNodeMetricsExpired) and scored 0.
-	// Range: at least 1. Default: 180.
+	// Range: [1, 31536000] (a year). Default: 180.
 	NodeMetricExpirationSeconds *int64 `json:"nodeMetricExpirationSeconds,omitempty"`
 	// EnableScheduleWhenNodeMetricsExpired lets pods onto nodes whose
 	// NodeMetric expired, without a usage check.
@@ -100,12 +100,12 @@ type LoadAwareArgs struct {
 	// EstimatedSecondsAfterPodScheduled forces estimation of an assigned
 	// pod for this many seconds after it was scheduled, even once the
 	// NodeMetric reports it (for pods whose load ramps up slowly).
-	// Range: at least 0. Default: 0 (off).
+	// Range: [0, 31536000] (a year). Default: 0 (off).
 	EstimatedSecondsAfterPodScheduled *int64 `json:"estimatedSecondsAfterPodScheduled,omitempty"`
 	// EstimatedSecondsAfterInitialized forces estimation of an assigned pod
 	// while it initializes and for this many seconds after its Initialized
 	// condition turned True.
-	// Range: at least 0. Default: 0 (off).
+	// Range: [0, 31536000] (a year). Default: 0 (off).
 	EstimatedSecondsAfterInitialized *int64 `json:"estimatedSecondsAfterInitialized,omitempty"`
 	// AllowCustomizeEstimation lets pods override estimatedScalingFactors
 	// and the two forced windows with the annotations

@@ -38,8 +38,8 @@ import (
 // or nil.
 func ValidateLoadAwareArgs(path *field.Path, args *config.LoadAwareArgs) field.ErrorList {
 	var errs field.ErrorList
-	if args.NodeMetricExpirationSeconds < 1 {
-		errs = append(errs, field.Invalid(path.Child("nodeMetricExpirationSeconds"), args.NodeMetricExpirationSeconds, "must be at least 1"))
+	if s := args.NodeMetricExpirationSeconds; s < 1 || s > nodeload.MaxSeconds {
+		errs = append(errs, field.Invalid(path.Child("nodeMetricExpirationSeconds"), s, fmt.Sprintf("must be in [1, %d] (a year)", nodeload.MaxSeconds)))
 	}
 
 	errs = append(errs, percents(path.Child("resourceWeights"), args.ResourceWeights, 0, 100)...)
@@ -52,11 +52,11 @@ func ValidateLoadAwareArgs(path *field.Path, args *config.LoadAwareArgs) field.E
 	errs = append(errs, percents(path.Child("usageThresholds"), args.UsageThresholds, 0, 100)...)
 	errs = append(errs, percents(path.Child("prodUsageThresholds"), args.ProdUsageThresholds, 0, 100)...)
 	errs = append(errs, percents(path.Child("estimatedScalingFactors"), args.EstimatedScalingFactors, nodeload.MinScalingFactor, nodeload.MaxScalingFactor)...)
-	if s := args.EstimatedSecondsAfterPodScheduled; s < 0 {
-		errs = append(errs, field.Invalid(path.Child("estimatedSecondsAfterPodScheduled"), s, "must be at least 0"))
+	if s := args.EstimatedSecondsAfterPodScheduled; s < 0 || s > nodeload.MaxSeconds {
+		errs = append(errs, field.Invalid(path.Child("estimatedSecondsAfterPodScheduled"), s, fmt.Sprintf("must be in [0, %d] (a year)", nodeload.MaxSeconds)))
 	}
-	if s := args.EstimatedSecondsAfterInitialized; s < 0 {
-		errs = append(errs, field.Invalid(path.Child("estimatedSecondsAfterInitialized"), s, "must be at least 0"))
+	if s := args.EstimatedSecondsAfterInitialized; s < 0 || s > nodeload.MaxSeconds {
+		errs = append(errs, field.Invalid(path.Child("estimatedSecondsAfterInitialized"), s, fmt.Sprintf("must be in [0, %d] (a year)", nodeload.MaxSeconds)))
 	}
 	for i, name := range args.SupportedResources {
 		errs = append(errs, resourceName(path.Child("supportedResources").Index(i), name)...)

@@ -87,6 +87,27 @@ func TestValidateLoadAwareArgs(t *testing.T) {
 			field.Invalid(root.Child("estimatedSecondsAfterInitialized"), int64(-2), ""),
 		},
 	}, {
+		// Beyond a year -- and past 292 years a time.Duration wraps
+		// negative: every node expired, the windows silently off.
+		name: "durations past a year",
+		change: func(a *config.LoadAwareArgs) {
+			a.NodeMetricExpirationSeconds = 10_000_000_000
+			a.EstimatedSecondsAfterPodScheduled = 10_000_000_000
+			a.EstimatedSecondsAfterInitialized = 365*24*3600 + 1
+		},
+		want: field.ErrorList{
+			field.Invalid(root.Child("nodeMetricExpirationSeconds"), int64(10_000_000_000), ""),
+			field.Invalid(root.Child("estimatedSecondsAfterPodScheduled"), int64(10_000_000_000), ""),
+			field.Invalid(root.Child("estimatedSecondsAfterInitialized"), int64(365*24*3600+1), ""),
+		},
+	}, {
+		name: "durations of a year",
+		change: func(a *config.LoadAwareArgs) {
+			a.NodeMetricExpirationSeconds = 365 * 24 * 3600
+			a.EstimatedSecondsAfterPodScheduled = 365 * 24 * 3600
+			a.EstimatedSecondsAfterInitialized = 365 * 24 * 3600
+		},
+	}, {
 		name:   "bad resource name",
 		change: func(a *config.LoadAwareArgs) { a.SupportedResources = []corev1.ResourceName{"not a name"} },
 		want:   field.ErrorList{field.Invalid(root.Child("supportedResources").Index(0), "not a name", "")},
