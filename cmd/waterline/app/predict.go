@@ -449,6 +449,11 @@ func runPredict(ctx context.Context, out io.Writer, o predictOptions) error {
 			oracle.Add(res.Oracle)
 			logger.V(4).Info("Evaluated node", "resource", rt.resource, "node", node.Name, "intervals", res.Oracle.Intervals)
 		}
+		if oracle.Intervals == 0 {
+			// A table of zero intervals reads as 0 % violations.
+			return fmt.Errorf("%s trace %s: no %s interval was scored: the longest node's samples span %s, want at least --step + --warmup + --horizon (%s)",
+				o.trace, path, rt.resource, longestSpan(rt.nodes), o.step+o.warmup+o.horizon)
+		}
 		for _, s := range append([]predict.Score{oracle}, totals...) {
 			report.Results = append(report.Results, predictResult{
 				Resource: rt.resource, Model: s.Model, Nodes: len(rt.nodes), Intervals: s.Intervals,
@@ -559,6 +564,17 @@ func (o predictOptions) load(path string) ([]resourceTrace, error) {
 		return nil, fmt.Errorf("%s trace %s holds no usage samples of %s", o.trace, path, strings.Join(o.resources, " or "))
 	}
 	return keep, nil
+}
+
+// longestSpan is the longest time from a node's first sample to its last.
+func longestSpan(nodes []predict.NodeTrace) time.Duration {
+	var longest int64
+	for _, n := range nodes {
+		if l := n.Usage.Len(); l > 0 {
+			longest = max(longest, n.Usage.Times[l-1]-n.Usage.Times[0])
+		}
+	}
+	return time.Duration(longest) * time.Second
 }
 
 // selectNodes keeps the nodes named in names, in trace order; a name that
@@ -894,6 +910,11 @@ func runNextBucket(ctx context.Context, out io.Writer, o predictOptions) error {
 		bs, ms, err := score([]predict.WindowNSigma{baseline}, own)
 		if err != nil {
 			return err
+		}
+		if bs[0].Predictions == 0 {
+			// A table of zero predictions reads as 0 % violations.
+			return fmt.Errorf("%s trace %s: no %s bucket was scored: the longest node's samples span %s, want --contiguous (%d) buckets of --bucket (%s) with samples before a bucket",
+				o.trace, path, rt.resource, longestSpan(rt.nodes), contiguous, o.bucket)
 		}
 		report.Results = append(report.Results, row(bs[0], "own"))
 		for _, s := range ms {

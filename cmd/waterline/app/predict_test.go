@@ -253,6 +253,32 @@ func TestPredictEmptyTrace(t *testing.T) {
 	}
 }
 
+// TestPredictNothingScored: flags that leave no interval or bucket of the
+// trace to score (a warm-up or horizon longer than the trace, buckets
+// wider than it) must fail saying so, not print 0 % violations and exit 0.
+func TestPredictNothingScored(t *testing.T) {
+	dir := writeMachineUsage(t) // 3 hours
+	for name, args := range map[string][]string{
+		"warm-up longer than the trace":    {"--warmup", "10h"},
+		"horizon longer than the trace":    {"--warmup", "0s", "--horizon", "4h"},
+		"step longer than the trace":       {"--warmup", "0s", "--step", "4h"},
+		"next-bucket, buckets too wide":    {"--eval", "next-bucket", "--bucket", "2h"},
+		"next-bucket, window too long":     {"--eval", "next-bucket", "--window", "100"},
+		"memory only, warm-up too long":    {"--warmup", "10h", "--resources", "memory"},
+		"next-bucket, contiguous too long": {"--eval", "next-bucket", "--contiguous", "1000"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := runPredictCmd(t, append([]string{"--path", dir, "--curve="}, args...)...)
+			if err == nil {
+				t.Fatalf("predict scored nothing and succeeded; output:\n%s", out)
+			}
+			if !strings.Contains(err.Error(), "was scored") || !strings.Contains(err.Error(), "2h59m0s") {
+				t.Errorf("error %q does not say nothing was scored over the trace's 2h59m0s", err)
+			}
+		})
+	}
+}
+
 // writeSpikyMachine writes a one-machine machine_usage.csv in dir: 50 %
 // CPU every minute for 4 hours, with one spike to 90 % at t = 9000 s (in
 // the 5-minute bucket 30).
