@@ -322,10 +322,16 @@ func Bitbrains(dir string, p SyntheticParams) (*Workload, error) {
 // gridShape puts a trace series on the traceInterval grid from its first
 // to its last sample, scaled by scale: a slot takes the largest sample in
 // it, an empty slot the previous slot's value. It returns nil for an
-// empty series.
+// empty series, and an error for one spanning more than MaxDuration: the
+// grid costs memory for every slot of the span, so one time stamp out of
+// place would otherwise fill the machine's memory.
 func gridShape(s trace.Series, scale float64) (*Shape, error) {
 	if s.Len() == 0 {
 		return nil, nil
+	}
+	if first, last := s.Times[0], s.Times[s.Len()-1]; last-first > int64(MaxDuration/time.Second) {
+		return nil, fmt.Errorf("samples from %d s to %d s span more than %s (90 days), the longest a run takes: is a time stamp out of place?",
+			first, last, MaxDuration)
 	}
 	grid, err := trace.Resample(s, traceInterval, math.MaxInt32)
 	if err != nil {

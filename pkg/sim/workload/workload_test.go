@@ -406,6 +406,36 @@ func TestBadTraceRows(t *testing.T) {
 	}
 }
 
+// TestTraceSpanBounded: a trace whose samples span more than the longest
+// run -- one time stamp out of place -- is refused naming the machine or
+// VM, instead of gridding every minute of the span (a year of slots for
+// each such series, or a crash for out of memory).
+func TestTraceSpanBounded(t *testing.T) {
+	dir := t.TempDir()
+	alibaba := filepath.Join(dir, trace.MachineUsageFile)
+	if err := os.WriteFile(alibaba, []byte("m_1,0,50,50,,,1,1,1\nm_1,600,50,50,,,1,1,1\nm_2,0,50,50,,,1,1,1\nm_2,100000000000,50,50,,,1,1,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bb := filepath.Join(dir, "bitbrains")
+	if err := os.MkdirAll(bb, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	header := strings.Join([]string{"Timestamp [ms]", "CPU cores", "CPU capacity provisioned [MHZ]", "CPU usage [MHZ]", "CPU usage [%]",
+		"Memory capacity provisioned [KB]", "Memory usage [KB]", "Disk read throughput [KB/s]", "Disk write throughput [KB/s]",
+		"Network received throughput [KB/s]", "Network transmitted throughput [KB/s]"}, ";\t")
+	if err := os.WriteFile(filepath.Join(bb, "7.csv"), []byte(header+"\n"+
+		"1376314846;\t2;\t100;\t50;\t50;\t1000;\t500;\t0;\t0;\t0;\t0\n"+
+		"9376314846;\t2;\t100;\t50;\t50;\t1000;\t500;\t0;\t0;\t0;\t0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{alibaba: "machine m_2: samples from 0 s to 100000000000 s", bb: "VM 7: samples from 1376314846 s"} {
+		_, err := Load(path, dir, SyntheticParams{Nodes: 2, Duration: time.Hour})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "span more than 2160h0m0s") {
+			t.Errorf("%s: error %v, want one containing %q and the longest span", path, err, want)
+		}
+	}
+}
+
 // sharedTraces skips the test, loudly, when shared/traces is not beside
 // the repository.
 func sharedTraces(t *testing.T, folder string) string {
