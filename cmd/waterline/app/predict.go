@@ -37,6 +37,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
 	"github.com/waterline-dev/waterline/pkg/trace"
 )
 
@@ -620,6 +621,9 @@ func loadAlibaba(path string) ([]resourceTrace, error) {
 			if x.s.Len() == 0 {
 				continue
 			}
+			if err := checkSpan(x.s); err != nil {
+				return nil, fmt.Errorf("%s: machine %s: %w", path, m.MachineID, err)
+			}
 			s := predict.Series(x.s)
 			x.rt.nodes = append(x.rt.nodes, predict.NodeTrace{
 				Name: m.MachineID, Capacity: 100, Usage: s,
@@ -628,6 +632,16 @@ func loadAlibaba(path string) ([]resourceTrace, error) {
 		}
 	}
 	return []resourceTrace{cpu, mem}, nil
+}
+
+// checkSpan refuses a series spanning more than the longest simulated
+// run: every --step of the span is evaluated, so one time stamp out of
+// place would otherwise keep the command busy for days.
+func checkSpan(s trace.Series) error {
+	if first, last := s.Times[0], s.Times[s.Len()-1]; last-first > int64(workload.MaxDuration/time.Second) {
+		return fmt.Errorf("samples from %d s to %d s span more than %s (90 days): is a time stamp out of place?", first, last, workload.MaxDuration)
+	}
+	return nil
 }
 
 // loadBitbrains groups VMs, in file order, into nodes of vmsPerNode: each
@@ -657,6 +671,9 @@ func loadBitbrains(dir string, vmsPerNode int) ([]resourceTrace, error) {
 				s, capacity := x.series(vm)
 				if s.Len() == 0 {
 					continue
+				}
+				if err := checkSpan(s); err != nil {
+					return nil, fmt.Errorf("%s: VM %s: %w", dir, vm.ID, err)
 				}
 				grid, err := trace.Resample(s, bitbrainsStep, 1)
 				if err != nil {

@@ -279,6 +279,29 @@ func TestPredictNothingScored(t *testing.T) {
 	}
 }
 
+// TestPredictTraceSpanBounded: a machine whose samples span years -- one
+// time stamp out of place -- is refused naming it, instead of evaluating
+// every --step of the span (hours to days of work).
+func TestPredictTraceSpanBounded(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, trace.MachineUsageFile), []byte("m_1,0,50,50,,,1,1,1\nm_1,100000000000000,50,50,,,1,1,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := runPredictCmd(t, "--path", dir, "--models", "NSigmaV2", "--resources", "cpu")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "machine m_1: samples from 0 s to 100000000000000 s span more than") {
+			t.Errorf("error %v, want one naming machine m_1 and its span", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("predict still running after 20 s on a two-row trace")
+	}
+}
+
 // writeSpikyMachine writes a one-machine machine_usage.csv in dir: 50 %
 // CPU every minute for 4 hours, with one spike to 90 % at t = 9000 s (in
 // the 5-minute bucket 30).
