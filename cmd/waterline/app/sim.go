@@ -214,7 +214,7 @@ func (o simOptions) validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("--workload"), o.workload, err.Error()))
 		}
 	}
-	if o.batchLoad < 0 || o.batchLoad > 500 {
+	if !(o.batchLoad >= 0 && o.batchLoad <= 500) {
 		errs = append(errs, field.Invalid(field.NewPath("--batch-load"), o.batchLoad, "must be in [0, 500]"))
 	}
 	if o.progress && o.noProgress {

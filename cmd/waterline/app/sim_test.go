@@ -60,6 +60,7 @@ func TestSimFlagValidation(t *testing.T) {
 			[]string{`--policies[1]: Unsupported value: "best"`, `--policies[2]: Duplicate value: "waterline"`}},
 		{"output", []string{"-o=yaml"}, []string{`--output: Unsupported value: "yaml"`}},
 		{"workload", []string{"--workload=/no/such/trace"}, []string{`--workload: Invalid value: "/no/such/trace"`}},
+		{"batch load not a number", []string{"--batch-load=NaN"}, []string{"invalid flags: --batch-load: Invalid value: NaN"}},
 		// Every bad flag is reported at once.
 		{"all at once", []string{"--nodes=-1", "-o=xml", "--batch-load=900"},
 			[]string{"--nodes", "--output", "--batch-load"}},
