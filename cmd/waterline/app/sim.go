@@ -255,6 +255,11 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 	if err != nil {
 		return err
 	}
+	if w.Duration%o.step != 0 {
+		// A JSON file of parameters sets its own duration, past the flags'
+		// check; the engine runs whole steps only.
+		return fmt.Errorf("workload %s lasts %s, not a multiple of --step (%s)", w.Name, w.Duration, o.step)
+	}
 	logger.V(1).Info("Built workload", "workload", w.Name, "nodes", len(w.Nodes), "services", len(w.Services), "jobs", len(w.Jobs), "elapsed", time.Since(start))
 
 	cfg := sim.Config{Step: o.step, Seed: o.seed, Preemption: &o.preemption, Parallel: o.parallel}

@@ -80,6 +80,21 @@ func TestSimFlagValidation(t *testing.T) {
 	}
 }
 
+// TestSimParamsDurationWholeSteps: a JSON file of synthetic parameters
+// whose duration is not a multiple of --step is refused, as --duration
+// is, rather than simulated for the whole steps and reported over the
+// longer duration.
+func TestSimParamsDurationWholeSteps(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "params.json")
+	if err := os.WriteFile(path, []byte(`{"nodes": 2, "duration": "15m5s"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runSimCmd(t, "--workload="+path, "--out=", "--no-progress")
+	if err == nil || !strings.Contains(err.Error(), "lasts 15m5s, not a multiple of --step (10s)") {
+		t.Errorf("error %v, want one saying 15m5s is not a multiple of --step; stdout:\n%s", err, stdout)
+	}
+}
+
 // TestSimRefusesUnwritableOut checks that an --out the report cannot be
 // written to stops the command before it simulates, not after.
 func TestSimRefusesUnwritableOut(t *testing.T) {
