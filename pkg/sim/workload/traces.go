@@ -211,6 +211,9 @@ func OpenB(dir string, p SyntheticParams) (*Workload, error) {
 		if pod.CPUMilli <= 0 || pod.MemoryMiB <= 0 {
 			continue
 		}
+		if pod.MemoryMiB > maxMemoryMiB {
+			return nil, fmt.Errorf("workload openb: pod %s: memory_mib %d is more than %d (8 EiB, the most bytes an int64 holds)", pod.Name, pod.MemoryMiB, maxMemoryMiB)
+		}
 		mem := pod.MemoryMiB << 20
 		switch pod.QoS {
 		case "LS", "Guaranteed":
@@ -231,6 +234,15 @@ func OpenB(dir string, p SyntheticParams) (*Workload, error) {
 		on := nodes[i%len(nodes)]
 		if on.CPUMilli <= 0 || on.MemoryMiB <= 0 {
 			return nil, fmt.Errorf("workload openb: node %s has no CPU or memory", on.Name)
+		}
+		// Refused here, before the jobs are drawn: their number grows
+		// with the cluster's CPU, and a node of a few million cores
+		// would fill the machine's memory before Validate refuses it.
+		if on.CPUMilli > MaxMilliCPU {
+			return nil, fmt.Errorf("workload openb: node %s: cpu_milli %d %s", on.Name, on.CPUMilli, maxMilliCPUMsg("must be"))
+		}
+		if on.MemoryMiB > maxMemoryMiB {
+			return nil, fmt.Errorf("workload openb: node %s: memory_mib %d is more than %d (8 EiB, the most bytes an int64 holds)", on.Name, on.MemoryMiB, maxMemoryMiB)
 		}
 		mem := on.MemoryMiB << 20
 		w.Nodes = append(w.Nodes, Node{
@@ -259,6 +271,10 @@ func OpenB(dir string, p SyntheticParams) (*Workload, error) {
 	})
 	return w, nil
 }
+
+// maxMemoryMiB is the most MiB whose bytes fit an int64: more would wrap
+// to a small or negative number of bytes.
+const maxMemoryMiB = math.MaxInt64 >> 20
 
 // mix is a bag of requests drawn with equal weight.
 type mix struct {

@@ -436,6 +436,35 @@ func TestTraceSpanBounded(t *testing.T) {
 	}
 }
 
+// TestOpenBHugeValues: an openb node or pod too large to simulate is
+// refused naming it, not wrapped to a small memory (16 EiB + 1 GiB read
+// as 1 GiB) nor used to draw jobs for millions of cores.
+func TestOpenBHugeValues(t *testing.T) {
+	const pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n" +
+		"p0,1000,1024,0,0,,LS,Running,0,100,0\n"
+	for name, tc := range map[string]struct{ nodes, pods, want string }{
+		"node memory": {"n0,32000,17592186045440,0,\n", pods + "p1,1000,1024,0,0,,BE,Running,0,100,0\n", "node n0: memory_mib 17592186045440 is more than"},
+		"node CPU":    {"n0,3000000000,262144,0,\n", pods + "p1,1000,1024,0,0,,BE,Running,0,100,0\n", "node n0: cpu_milli 3000000000 must be at most 2147483647"},
+		"pod memory":  {"n0,32000,262144,0,\n", pods + "p1,1000,17592186045441,0,0,,BE,Running,0,100,0\n", "pod p1: memory_mib 17592186045441 is more than"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for file, body := range map[string]string{
+				"openb_node_list_all_node.csv": "sn,cpu_milli,memory_mib,gpu,model\n" + tc.nodes,
+				"openb_pod_list_default.csv":   tc.pods,
+			} {
+				if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := OpenB(dir, SyntheticParams{Nodes: 2, Duration: 10 * time.Minute})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // sharedTraces skips the test, loudly, when shared/traces is not beside
 // the repository.
 func sharedTraces(t *testing.T, folder string) string {
