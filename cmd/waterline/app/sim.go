@@ -152,14 +152,14 @@ func policyNames() []string {
 }
 
 // commandLine is how the command was invoked, for the report. An
-// absolute path (a trace, the output directory) is shown by its last
-// element: the report must not show the directories of the machine that
-// ran it.
+// absolute path (a trace, the output directory, a values or calibration
+// file) is shown by its last element: the report must not show the
+// directories of the machine that ran it.
 func commandLine(cmd *cobra.Command) string {
 	args := []string{"waterline", "sim"}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		v := f.Value.String()
-		if (f.Name == "workload" || f.Name == "out" || f.Name == "values") && filepath.IsAbs(v) {
+		if (f.Name == "workload" || f.Name == "out" || f.Name == "values" || f.Name == "calibration") && filepath.IsAbs(v) {
 			v = filepath.Base(v)
 		}
 		args = append(args, "--"+f.Name+"="+v)

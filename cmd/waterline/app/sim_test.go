@@ -212,6 +212,20 @@ func TestSimCalibration(t *testing.T) {
 		t.Errorf("stderr %q does not say where κ came from", stderr)
 	}
 
+	// The report's command line shows the file, not the folders of the
+	// machine that ran it.
+	out := filepath.Join(t.TempDir(), "report")
+	if _, stderr, err := runSimCmd(t, "--nodes=2", "--duration=10m", "--policies=k8s-besteffort", "--out="+out, "--no-progress", "--calibration="+path); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	page, err := os.ReadFile(filepath.Join(out, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(page), dir) || !strings.Contains(string(page), "--calibration=calibration.json") {
+		t.Errorf("the report does not show --calibration by its file name alone (absolute path %s)", path)
+	}
+
 	cal.Points = cal.Points[:3]
 	data, _ = json.Marshal(cal)
 	if err := os.WriteFile(path, data, 0o644); err != nil {
