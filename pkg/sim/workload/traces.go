@@ -92,7 +92,8 @@ func loadKind(kind, path string, p SyntheticParams) (*Workload, error) {
 // Detect says which kind of workload path holds: a folder or file with
 // machine_usage.csv (alibaba), openb_pod_list*.csv (openb), *.csv.gz VM
 // files (bitbrains), or a .json file of SyntheticParams (synthetic). It
-// returns the path to load: the folder or file a loader takes.
+// returns the path to load: the folder or file a loader takes (a named
+// openb pod list is the one OpenB reads).
 func Detect(path string) (kind, target string, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -106,7 +107,7 @@ func Detect(path string) (kind, target string, err error) {
 		case base == trace.MachineUsageFile:
 			return KindAlibaba, path, nil
 		case strings.HasPrefix(base, "openb_pod_list") && strings.HasSuffix(base, ".csv"):
-			return KindOpenB, filepath.Dir(path), nil
+			return KindOpenB, path, nil
 		}
 		return "", "", fmt.Errorf("workload file %s: not machine_usage.csv, openb_pod_list*.csv or a .json file of synthetic parameters", path)
 	}
@@ -186,19 +187,24 @@ func Alibaba(path string, p SyntheticParams) (*Workload, error) {
 	return w, nil
 }
 
-// OpenB builds a workload from the Alibaba GPU v2023 "openb" lists in dir:
-// nodes take the CPU and memory of openb_node_list_all_node.csv in order
-// (cycling); online services draw their requests from the LS and
-// Guaranteed pods of openb_pod_list_default.csv, Batch jobs from the BE
+// OpenB builds a workload from the Alibaba GPU v2023 "openb" lists at
+// path, a folder or one of its pod lists: nodes take the CPU and memory of
+// the folder's openb_node_list_all_node.csv in order (cycling); online
+// services draw their requests from the LS and Guaranteed pods of the pod
+// list (openb_pod_list_default.csv for a folder), Batch jobs from the BE
 // pods (request, and run time = deletion − creation), Mid jobs from the
 // Burstable pods. Usage shapes, arrivals and the load are synthetic: the
 // lists hold requests only. GPUs are ignored.
-func OpenB(dir string, p SyntheticParams) (*Workload, error) {
+func OpenB(path string, p SyntheticParams) (*Workload, error) {
+	dir, podList := path, filepath.Join(path, "openb_pod_list_default.csv")
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+		dir, podList = filepath.Dir(path), path
+	}
 	nodes, err := trace.LoadOpenBNodes(filepath.Join(dir, "openb_node_list_all_node.csv"))
 	if err != nil {
 		return nil, fmt.Errorf("workload openb: %w", err)
 	}
-	pods, err := trace.LoadOpenBPods(filepath.Join(dir, "openb_pod_list_default.csv"))
+	pods, err := trace.LoadOpenBPods(podList)
 	if err != nil {
 		return nil, fmt.Errorf("workload openb: %w", err)
 	}
@@ -228,7 +234,11 @@ func OpenB(dir string, p SyntheticParams) (*Workload, error) {
 		return nil, errors.New("workload openb: the lists need nodes, LS pods and BE pods with CPU and memory requests")
 	}
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x6f70656e62))
-	w := &Workload{Name: "openb (" + filepath.Base(dir) + ")", Start: p.Start, Duration: p.Duration}
+	name := filepath.Base(dir)
+	if filepath.Base(podList) != "openb_pod_list_default.csv" {
+		name += "/" + filepath.Base(podList)
+	}
+	w := &Workload{Name: "openb (" + name + ")", Start: p.Start, Duration: p.Duration}
 	w.Shapes = diurnalShapes(p)
 	for i := range p.Nodes {
 		on := nodes[i%len(nodes)]

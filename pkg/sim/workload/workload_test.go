@@ -307,7 +307,7 @@ func TestDetect(t *testing.T) {
 		{filepath.Join(dir, "ali"), KindAlibaba, usage, ""},
 		{usage, KindAlibaba, usage, ""},
 		{filepath.Join(dir, "ob"), KindOpenB, filepath.Join(dir, "ob"), ""},
-		{filepath.Join(dir, "ob", "openb_pod_list_default.csv"), KindOpenB, filepath.Join(dir, "ob"), ""},
+		{filepath.Join(dir, "ob", "openb_pod_list_default.csv"), KindOpenB, filepath.Join(dir, "ob", "openb_pod_list_default.csv"), ""},
 		{filepath.Join(dir, "bb"), KindBitbrains, filepath.Join(dir, "bb"), ""},
 		{params, KindSynthetic, params, ""},
 		{filepath.Join(dir, "empty"), "", "", "holds no machine_usage.csv"},
@@ -432,6 +432,46 @@ func TestTraceSpanBounded(t *testing.T) {
 		_, err := Load(path, dir, SyntheticParams{Nodes: 2, Duration: time.Hour})
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "span more than 2160h0m0s") {
 			t.Errorf("%s: error %v, want one containing %q and the longest span", path, err, want)
+		}
+	}
+}
+
+// TestOpenBNamedPodList: a pod list named as the workload is the one
+// simulated, not the folder's openb_pod_list_default.csv.
+func TestOpenBNamedPodList(t *testing.T) {
+	dir := t.TempDir()
+	const header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+	for file, body := range map[string]string{
+		"openb_node_list_all_node.csv": "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,0,\n",
+		"openb_pod_list_default.csv":   header + "p0,1000,1024,0,0,,LS,Running,0,100,0\np1,1000,1024,0,0,,BE,Running,0,100,0\n",
+		"openb_pod_list_cpu050.csv":    header + "p0,7000,1024,0,0,,LS,Running,0,100,0\np1,7000,1024,0,0,,BE,Running,0,100,0\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := SyntheticParams{Nodes: 2, Duration: time.Hour}
+	for _, tc := range []struct {
+		path    string
+		cpu     int64
+		nameEnd string
+	}{
+		{dir, 1000, filepath.Base(dir) + ")"},
+		{filepath.Join(dir, "openb_pod_list_default.csv"), 1000, filepath.Base(dir) + ")"},
+		{filepath.Join(dir, "openb_pod_list_cpu050.csv"), 7000, filepath.Base(dir) + "/openb_pod_list_cpu050.csv)"},
+	} {
+		w, err := Load(tc.path, dir, p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		if len(w.Services) == 0 || len(w.Jobs) == 0 {
+			t.Fatalf("%s: %d services, %d jobs", tc.path, len(w.Services), len(w.Jobs))
+		}
+		if got := w.Services[0].CPURequestMilli; got != tc.cpu || w.Jobs[0].CPURequestMilli != tc.cpu {
+			t.Errorf("%s: service and job requests %d and %d millicores, want %d (from that pod list)", tc.path, got, w.Jobs[0].CPURequestMilli, tc.cpu)
+		}
+		if !strings.HasSuffix(w.Name, tc.nameEnd) {
+			t.Errorf("%s: workload named %q, want it to end in %q", tc.path, w.Name, tc.nameEnd)
 		}
 	}
 }
