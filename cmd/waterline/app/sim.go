@@ -243,6 +243,22 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 			fmt.Fprintf(stderr, "--values: %s\n", note)
 		}
 	}
+	// The calibration is read before the workload is built, which can
+	// take minutes and gigabytes.
+	var harm *sim.Harm
+	if o.calibration != "" {
+		cal, err := sim.LoadCalibration(o.calibration)
+		if err != nil {
+			return fmt.Errorf("--calibration: %w", err)
+		}
+		h := sim.DefaultHarm()
+		fit, err := h.Calibrate(cal)
+		if err != nil {
+			return fmt.Errorf("--calibration %s: %w", o.calibration, err)
+		}
+		harm = &h
+		fmt.Fprintf(stderr, "Harm model calibrated from %s: %v\n", o.calibration, fit)
+	}
 	logger := klog.FromContext(ctx)
 	wd, err := os.Getwd()
 	if err != nil {
@@ -266,19 +282,7 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 	if settings != nil {
 		settings.apply(&cfg)
 	}
-	if o.calibration != "" {
-		cal, err := sim.LoadCalibration(o.calibration)
-		if err != nil {
-			return fmt.Errorf("--calibration: %w", err)
-		}
-		h := sim.DefaultHarm()
-		fit, err := h.Calibrate(cal)
-		if err != nil {
-			return fmt.Errorf("--calibration %s: %w", o.calibration, err)
-		}
-		cfg.Harm = &h
-		fmt.Fprintf(stderr, "Harm model calibrated from %s: %v\n", o.calibration, fit)
-	}
+	cfg.Harm = harm
 	for _, p := range o.policies {
 		cfg.Policies = append(cfg.Policies, sim.Policy(p))
 	}

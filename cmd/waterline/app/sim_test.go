@@ -95,6 +95,24 @@ func TestSimParamsDurationWholeSteps(t *testing.T) {
 	}
 }
 
+// TestSimCalibrationReadFirst: a bad --calibration stops the command
+// before the workload is built (minutes and gigabytes for a large one):
+// here the workload would fail too, and the error is the calibration's.
+func TestSimCalibrationReadFirst(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, trace.MachineUsageFile), []byte("m_1,0,50,50,,,1,1,1\nm_1,x,50,50,,,1,1,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cal := filepath.Join(dir, "calibration.json")
+	if err := os.WriteFile(cal, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runSimCmd(t, "--workload="+dir, "--calibration="+cal, "--out=", "--no-progress")
+	if err == nil || !strings.HasPrefix(err.Error(), "--calibration: ") {
+		t.Errorf("error %v, want the --calibration's, before the workload is loaded", err)
+	}
+}
+
 // TestSimRefusesUnwritableOut checks that an --out the report cannot be
 // written to stops the command before it simulates, not after.
 func TestSimRefusesUnwritableOut(t *testing.T) {
