@@ -143,6 +143,10 @@ func (o sweepOptions) validate() field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("--parallel"), o.parallel, "must be at least 0"))
 	}
 	for i, w := range o.workloads {
+		if slices.Contains(o.workloads[:i], w) {
+			errs = append(errs, field.Duplicate(field.NewPath("--workloads").Index(i), w))
+			continue
+		}
 		if slices.Contains(workload.Kinds, w) {
 			continue
 		}

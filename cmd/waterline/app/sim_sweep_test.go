@@ -43,6 +43,7 @@ func TestSimSweepFlagValidation(t *testing.T) {
 		{"budget", []string{"--budget-fraction=2"}, []string{"--budget-fraction: Invalid value: 2"}},
 		{"seeds", []string{"--test-seeds=1,1"}, []string{"--test-seeds[1]: Duplicate value: 1"}},
 		{"workload", []string{"--workloads=synthetic,/no/such/trace"}, []string{`--workloads[1]: Invalid value: "/no/such/trace"`}},
+		{"workload twice", []string{"--workloads=synthetic,openb,synthetic"}, []string{`--workloads[2]: Duplicate value: "synthetic"`}},
 		{"all at once", []string{"--nodes=1", "-o=xml", "--duration=15s"}, []string{"--nodes", "--output", "--duration"}},
 	}
 	for _, tt := range tests {
