@@ -546,10 +546,14 @@ func (o predictOptions) load(path string) ([]resourceTrace, error) {
 	var keep []resourceTrace
 	nodes := 0
 	for _, rt := range traces {
+		if !slices.Contains(o.resources, rt.resource) {
+			// Not asked for: a node with no samples of it is no error.
+			continue
+		}
 		if len(o.nodes) > 0 {
 			var err error
 			if rt.nodes, err = selectNodes(rt.nodes, o.nodes); err != nil {
-				return nil, fmt.Errorf("%s trace %s: %w", o.trace, path, err)
+				return nil, fmt.Errorf("%s trace %s: %s: %w", o.trace, path, rt.resource, err)
 			}
 		}
 		for _, r := range o.resources {

@@ -302,6 +302,34 @@ func TestPredictTraceSpanBounded(t *testing.T) {
 	}
 }
 
+// TestPredictNodesOfOneResource: --nodes naming a machine that has CPU
+// samples but no memory ones evaluates its CPU, rather than failing as if
+// the machine were not in the trace.
+func TestPredictNodesOfOneResource(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for ts := 0; ts < 4*3600; ts += 60 {
+		fmt.Fprintf(&b, "m_1,%d,50,,,,1,1,1\n", ts) // no memory
+	}
+	for ts := 0; ts < 4*3600; ts += 60 {
+		fmt.Fprintf(&b, "m_2,%d,50,80,,,1,1,1\n", ts)
+	}
+	if err := os.WriteFile(filepath.Join(dir, trace.MachineUsageFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runPredictCmd(t, "--path", dir, "--resources", "cpu", "--nodes", "m_1", "--warmup", "1h", "--models", "NSigmaV2", "-o", "json")
+	if err != nil {
+		t.Fatalf("predict: %v", err)
+	}
+	if got := decodeReport(t, out)["cpu oracle"]; got.Nodes != 1 || got.Intervals == 0 {
+		t.Errorf("cpu oracle %+v, want m_1's CPU scored", got)
+	}
+	// Asked for, its memory is missing, and that is said.
+	if _, err := runPredictCmd(t, "--path", dir, "--resources", "memory", "--nodes", "m_1"); err == nil || !strings.Contains(err.Error(), "memory: --nodes: no node m_1") {
+		t.Errorf("memory of m_1: error %v, want one saying it has none", err)
+	}
+}
+
 // writeSpikyMachine writes a one-machine machine_usage.csv in dir: 50 %
 // CPU every minute for 4 hours, with one spike to 90 % at t = 9000 s (in
 // the 5-minute bucket 30).
