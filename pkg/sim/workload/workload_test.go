@@ -129,6 +129,12 @@ func TestSyntheticValidate(t *testing.T) {
 	if errs := (SyntheticParams{Nodes: MaxNodes, Duration: MaxDuration}.Defaults().Validate()); len(errs) > 0 {
 		t.Errorf("MaxNodes and MaxDuration themselves refused: %v", errs)
 	}
+	// A node shape the simulator cannot hold is refused before jobs are
+	// drawn in proportion to it (1e11 millicores: out of memory first).
+	huge := SyntheticParams{Nodes: 2, Duration: 10 * time.Minute, NodeShapes: []NodeShape{{CPUMilli: 1e11, MemoryBytes: 1 << 40, Weight: 1}}}
+	if _, err := Synthetic(huge); err == nil || !strings.Contains(err.Error(), "synthetic.nodeShapes[0].cpuMilli: Invalid value: 100000000000") {
+		t.Errorf("Synthetic with a node of 1e11 millicores: %v", err)
+	}
 }
 
 // TestValidateMilliCPURange: the simulator keeps a pod's per-step CPU
