@@ -26,3 +26,9 @@ import _ "embed"
 //
 //go:embed values.yaml
 var Values []byte
+
+// ValuesSchema is the chart's values.schema.json, which Helm checks a
+// values file against.
+//
+//go:embed values.schema.json
+var ValuesSchema []byte

@@ -87,6 +87,11 @@ func (r *lineReader) next(sep byte) ([]string, error) {
 	for r.sc.Scan() {
 		r.line++
 		text := strings.TrimRight(r.sc.Text(), "\r")
+		if r.line == 1 {
+			// A UTF-8 byte order mark, as spreadsheet tools write, is
+			// no part of the first field (a machine ID, a column name).
+			text = strings.TrimPrefix(text, "\ufeff")
+		}
 		if strings.TrimSpace(text) == "" {
 			continue
 		}

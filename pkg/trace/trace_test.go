@@ -124,6 +124,37 @@ func TestMachineSeriesGrouping(t *testing.T) {
 	}
 }
 
+// TestByteOrderMark: a file saved with a UTF-8 byte order mark reads as
+// the same file without it -- the mark is not part of the first machine's
+// ID (which would make it a second machine) nor of the first column's name.
+func TestByteOrderMark(t *testing.T) {
+	const bom = "\ufeff"
+	in := "m_1,0,10,50,,,1,1,1\r\nm_1,60,20,55,,,1,1,1\r\n"
+	want, err := ReadMachineSeries(NewMachineUsageReader(strings.NewReader(in), "x.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadMachineSeries(NewMachineUsageReader(strings.NewReader(bom+in), "x.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("machine usage with a byte order mark (-want +got):\n%s", diff)
+	}
+
+	nr, err := NewOpenBNodeReader(strings.NewReader(bom+"sn,cpu_milli,memory_mib,gpu,model\r\nn0,32000,262144,0,\r\n"), "nodes.csv")
+	if err != nil {
+		t.Fatalf("node list with a byte order mark: %v", err)
+	}
+	if n, err := nr.Read(); err != nil || n.Name != "n0" {
+		t.Errorf("node list with a byte order mark: %+v, %v", n, err)
+	}
+	header := strings.Join(bitbrainsColumns, ";\t")
+	if _, err := NewVMReader(strings.NewReader(bom+header+"\r\n"), "1.csv"); err != nil {
+		t.Errorf("VM file with a byte order mark: %v", err)
+	}
+}
+
 // TestAlibabaV2018Sample checks the reader against the facts PROVENANCE.md
 // states about the shared sample.
 func TestAlibabaV2018Sample(t *testing.T) {

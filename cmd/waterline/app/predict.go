@@ -37,6 +37,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/predict"
+	"github.com/waterline-dev/waterline/pkg/sim/workload"
 	"github.com/waterline-dev/waterline/pkg/trace"
 )
 
@@ -449,6 +450,11 @@ func runPredict(ctx context.Context, out io.Writer, o predictOptions) error {
 			oracle.Add(res.Oracle)
 			logger.V(4).Info("Evaluated node", "resource", rt.resource, "node", node.Name, "intervals", res.Oracle.Intervals)
 		}
+		if oracle.Intervals == 0 {
+			// A table of zero intervals reads as 0 % violations.
+			return fmt.Errorf("%s trace %s: no %s interval was scored: the longest node's samples span %s, want at least --step + --warmup + --horizon (%s)",
+				o.trace, path, rt.resource, longestSpan(rt.nodes), o.step+o.warmup+o.horizon)
+		}
 		for _, s := range append([]predict.Score{oracle}, totals...) {
 			report.Results = append(report.Results, predictResult{
 				Resource: rt.resource, Model: s.Model, Nodes: len(rt.nodes), Intervals: s.Intervals,
@@ -540,10 +546,14 @@ func (o predictOptions) load(path string) ([]resourceTrace, error) {
 	var keep []resourceTrace
 	nodes := 0
 	for _, rt := range traces {
+		if !slices.Contains(o.resources, rt.resource) {
+			// Not asked for: a node with no samples of it is no error.
+			continue
+		}
 		if len(o.nodes) > 0 {
 			var err error
 			if rt.nodes, err = selectNodes(rt.nodes, o.nodes); err != nil {
-				return nil, fmt.Errorf("%s trace %s: %w", o.trace, path, err)
+				return nil, fmt.Errorf("%s trace %s: %s: %w", o.trace, path, rt.resource, err)
 			}
 		}
 		for _, r := range o.resources {
@@ -559,6 +569,17 @@ func (o predictOptions) load(path string) ([]resourceTrace, error) {
 		return nil, fmt.Errorf("%s trace %s holds no usage samples of %s", o.trace, path, strings.Join(o.resources, " or "))
 	}
 	return keep, nil
+}
+
+// longestSpan is the longest time from a node's first sample to its last.
+func longestSpan(nodes []predict.NodeTrace) time.Duration {
+	var longest int64
+	for _, n := range nodes {
+		if l := n.Usage.Len(); l > 0 {
+			longest = max(longest, n.Usage.Times[l-1]-n.Usage.Times[0])
+		}
+	}
+	return time.Duration(longest) * time.Second
 }
 
 // selectNodes keeps the nodes named in names, in trace order; a name that
@@ -604,6 +625,9 @@ func loadAlibaba(path string) ([]resourceTrace, error) {
 			if x.s.Len() == 0 {
 				continue
 			}
+			if err := checkSpan(x.s); err != nil {
+				return nil, fmt.Errorf("%s: machine %s: %w", path, m.MachineID, err)
+			}
 			s := predict.Series(x.s)
 			x.rt.nodes = append(x.rt.nodes, predict.NodeTrace{
 				Name: m.MachineID, Capacity: 100, Usage: s,
@@ -612,6 +636,16 @@ func loadAlibaba(path string) ([]resourceTrace, error) {
 		}
 	}
 	return []resourceTrace{cpu, mem}, nil
+}
+
+// checkSpan refuses a series spanning more than the longest simulated
+// run: every --step of the span is evaluated, so one time stamp out of
+// place would otherwise keep the command busy for days.
+func checkSpan(s trace.Series) error {
+	if first, last := s.Times[0], s.Times[s.Len()-1]; last-first > int64(workload.MaxDuration/time.Second) {
+		return fmt.Errorf("samples from %d s to %d s span more than %s (90 days): is a time stamp out of place?", first, last, workload.MaxDuration)
+	}
+	return nil
 }
 
 // loadBitbrains groups VMs, in file order, into nodes of vmsPerNode: each
@@ -641,6 +675,9 @@ func loadBitbrains(dir string, vmsPerNode int) ([]resourceTrace, error) {
 				s, capacity := x.series(vm)
 				if s.Len() == 0 {
 					continue
+				}
+				if err := checkSpan(s); err != nil {
+					return nil, fmt.Errorf("%s: VM %s: %w", dir, vm.ID, err)
 				}
 				grid, err := trace.Resample(s, bitbrainsStep, 1)
 				if err != nil {
@@ -894,6 +931,11 @@ func runNextBucket(ctx context.Context, out io.Writer, o predictOptions) error {
 		bs, ms, err := score([]predict.WindowNSigma{baseline}, own)
 		if err != nil {
 			return err
+		}
+		if bs[0].Predictions == 0 {
+			// A table of zero predictions reads as 0 % violations.
+			return fmt.Errorf("%s trace %s: no %s bucket was scored: the longest node's samples span %s, want --contiguous (%d) buckets of --bucket (%s) with samples before a bucket",
+				o.trace, path, rt.resource, longestSpan(rt.nodes), contiguous, o.bucket)
 		}
 		report.Results = append(report.Results, row(bs[0], "own"))
 		for _, s := range ms {

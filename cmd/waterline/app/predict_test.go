@@ -253,6 +253,83 @@ func TestPredictEmptyTrace(t *testing.T) {
 	}
 }
 
+// TestPredictNothingScored: flags that leave no interval or bucket of the
+// trace to score (a warm-up or horizon longer than the trace, buckets
+// wider than it) must fail saying so, not print 0 % violations and exit 0.
+func TestPredictNothingScored(t *testing.T) {
+	dir := writeMachineUsage(t) // 3 hours
+	for name, args := range map[string][]string{
+		"warm-up longer than the trace":    {"--warmup", "10h"},
+		"horizon longer than the trace":    {"--warmup", "0s", "--horizon", "4h"},
+		"step longer than the trace":       {"--warmup", "0s", "--step", "4h"},
+		"next-bucket, buckets too wide":    {"--eval", "next-bucket", "--bucket", "2h"},
+		"next-bucket, window too long":     {"--eval", "next-bucket", "--window", "100"},
+		"memory only, warm-up too long":    {"--warmup", "10h", "--resources", "memory"},
+		"next-bucket, contiguous too long": {"--eval", "next-bucket", "--contiguous", "1000"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := runPredictCmd(t, append([]string{"--path", dir, "--curve="}, args...)...)
+			if err == nil {
+				t.Fatalf("predict scored nothing and succeeded; output:\n%s", out)
+			}
+			if !strings.Contains(err.Error(), "was scored") || !strings.Contains(err.Error(), "2h59m0s") {
+				t.Errorf("error %q does not say nothing was scored over the trace's 2h59m0s", err)
+			}
+		})
+	}
+}
+
+// TestPredictTraceSpanBounded: a machine whose samples span years -- one
+// time stamp out of place -- is refused naming it, instead of evaluating
+// every --step of the span (hours to days of work).
+func TestPredictTraceSpanBounded(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, trace.MachineUsageFile), []byte("m_1,0,50,50,,,1,1,1\nm_1,100000000000000,50,50,,,1,1,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := runPredictCmd(t, "--path", dir, "--models", "NSigmaV2", "--resources", "cpu")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "machine m_1: samples from 0 s to 100000000000000 s span more than") {
+			t.Errorf("error %v, want one naming machine m_1 and its span", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("predict still running after 20 s on a two-row trace")
+	}
+}
+
+// TestPredictNodesOfOneResource: --nodes naming a machine that has CPU
+// samples but no memory ones evaluates its CPU, rather than failing as if
+// the machine were not in the trace.
+func TestPredictNodesOfOneResource(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for ts := 0; ts < 4*3600; ts += 60 {
+		fmt.Fprintf(&b, "m_1,%d,50,,,,1,1,1\n", ts) // no memory
+	}
+	for ts := 0; ts < 4*3600; ts += 60 {
+		fmt.Fprintf(&b, "m_2,%d,50,80,,,1,1,1\n", ts)
+	}
+	if err := os.WriteFile(filepath.Join(dir, trace.MachineUsageFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runPredictCmd(t, "--path", dir, "--resources", "cpu", "--nodes", "m_1", "--warmup", "1h", "--models", "NSigmaV2", "-o", "json")
+	if err != nil {
+		t.Fatalf("predict: %v", err)
+	}
+	if got := decodeReport(t, out)["cpu oracle"]; got.Nodes != 1 || got.Intervals == 0 {
+		t.Errorf("cpu oracle %+v, want m_1's CPU scored", got)
+	}
+	// Asked for, its memory is missing, and that is said.
+	if _, err := runPredictCmd(t, "--path", dir, "--resources", "memory", "--nodes", "m_1"); err == nil || !strings.Contains(err.Error(), "memory: --nodes: no node m_1") {
+		t.Errorf("memory of m_1: error %v, want one saying it has none", err)
+	}
+}
+
 // writeSpikyMachine writes a one-machine machine_usage.csv in dir: 50 %
 // CPU every minute for 4 hours, with one spike to 90 % at t = 9000 s (in
 // the 5-minute bucket 30).

@@ -152,14 +152,14 @@ func policyNames() []string {
 }
 
 // commandLine is how the command was invoked, for the report. An
-// absolute path (a trace, the output directory) is shown by its last
-// element: the report must not show the directories of the machine that
-// ran it.
+// absolute path (a trace, the output directory, a values or calibration
+// file) is shown by its last element: the report must not show the
+// directories of the machine that ran it.
 func commandLine(cmd *cobra.Command) string {
 	args := []string{"waterline", "sim"}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		v := f.Value.String()
-		if (f.Name == "workload" || f.Name == "out" || f.Name == "values") && filepath.IsAbs(v) {
+		if (f.Name == "workload" || f.Name == "out" || f.Name == "values" || f.Name == "calibration") && filepath.IsAbs(v) {
 			v = filepath.Base(v)
 		}
 		args = append(args, "--"+f.Name+"="+v)
@@ -214,7 +214,7 @@ func (o simOptions) validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("--workload"), o.workload, err.Error()))
 		}
 	}
-	if o.batchLoad < 0 || o.batchLoad > 500 {
+	if !(o.batchLoad >= 0 && o.batchLoad <= 500) {
 		errs = append(errs, field.Invalid(field.NewPath("--batch-load"), o.batchLoad, "must be in [0, 500]"))
 	}
 	if o.progress && o.noProgress {
@@ -243,6 +243,22 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 			fmt.Fprintf(stderr, "--values: %s\n", note)
 		}
 	}
+	// The calibration is read before the workload is built, which can
+	// take minutes and gigabytes.
+	var harm *sim.Harm
+	if o.calibration != "" {
+		cal, err := sim.LoadCalibration(o.calibration)
+		if err != nil {
+			return fmt.Errorf("--calibration: %w", err)
+		}
+		h := sim.DefaultHarm()
+		fit, err := h.Calibrate(cal)
+		if err != nil {
+			return fmt.Errorf("--calibration %s: %w", o.calibration, err)
+		}
+		harm = &h
+		fmt.Fprintf(stderr, "Harm model calibrated from %s: %v\n", o.calibration, fit)
+	}
 	logger := klog.FromContext(ctx)
 	wd, err := os.Getwd()
 	if err != nil {
@@ -255,25 +271,18 @@ func runSim(ctx context.Context, stdout, stderr io.Writer, o simOptions, command
 	if err != nil {
 		return err
 	}
+	if w.Duration%o.step != 0 {
+		// A JSON file of parameters sets its own duration, past the flags'
+		// check; the engine runs whole steps only.
+		return fmt.Errorf("workload %s lasts %s, not a multiple of --step (%s)", w.Name, w.Duration, o.step)
+	}
 	logger.V(1).Info("Built workload", "workload", w.Name, "nodes", len(w.Nodes), "services", len(w.Services), "jobs", len(w.Jobs), "elapsed", time.Since(start))
 
 	cfg := sim.Config{Step: o.step, Seed: o.seed, Preemption: &o.preemption, Parallel: o.parallel}
 	if settings != nil {
 		settings.apply(&cfg)
 	}
-	if o.calibration != "" {
-		cal, err := sim.LoadCalibration(o.calibration)
-		if err != nil {
-			return fmt.Errorf("--calibration: %w", err)
-		}
-		h := sim.DefaultHarm()
-		fit, err := h.Calibrate(cal)
-		if err != nil {
-			return fmt.Errorf("--calibration %s: %w", o.calibration, err)
-		}
-		cfg.Harm = &h
-		fmt.Fprintf(stderr, "Harm model calibrated from %s: %v\n", o.calibration, fit)
-	}
+	cfg.Harm = harm
 	for _, p := range o.policies {
 		cfg.Policies = append(cfg.Policies, sim.Policy(p))
 	}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -142,6 +143,10 @@ func (o sweepOptions) validate() field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("--parallel"), o.parallel, "must be at least 0"))
 	}
 	for i, w := range o.workloads {
+		if slices.Contains(o.workloads[:i], w) {
+			errs = append(errs, field.Duplicate(field.NewPath("--workloads").Index(i), w))
+			continue
+		}
 		if slices.Contains(workload.Kinds, w) {
 			continue
 		}
@@ -156,12 +161,16 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, o sweepOptions) err
 	if errs := o.validate(); len(errs) > 0 {
 		return fmt.Errorf("invalid flags: %w", errs.ToAggregate())
 	}
-	// --json-out is created before the sweep runs, so that a path it
-	// cannot be written to stops the command before minutes of work, and
-	// removed again if the sweep fails.
+	// --json-out is written to a file created beside it before the sweep
+	// runs, so that a path it cannot be written to stops the command
+	// before minutes of work, and renamed over it once written: a sweep
+	// that fails leaves a file already there as it was.
 	var jsonOut *os.File
 	if o.jsonOut != "" {
-		f, err := os.Create(o.jsonOut)
+		if fi, err := os.Stat(o.jsonOut); err == nil && fi.IsDir() {
+			return fmt.Errorf("--json-out: %s is a directory", o.jsonOut)
+		}
+		f, err := os.CreateTemp(filepath.Dir(o.jsonOut), filepath.Base(o.jsonOut)+".*")
 		if err != nil {
 			return fmt.Errorf("--json-out: %w", err)
 		}
@@ -169,7 +178,7 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, o sweepOptions) err
 		defer func() {
 			if jsonOut != nil {
 				_ = jsonOut.Close()
-				_ = os.Remove(o.jsonOut)
+				_ = os.Remove(jsonOut.Name())
 			}
 		}()
 	}
@@ -200,8 +209,14 @@ func runSweep(ctx context.Context, stdout, stderr io.Writer, o sweepOptions) err
 	}
 	if jsonOut != nil {
 		err := sweep.WriteJSON(jsonOut, res)
+		if err == nil {
+			err = jsonOut.Chmod(0o644) // as os.Create's 0666 under the usual umask, not CreateTemp's 0600
+		}
 		if cerr := jsonOut.Close(); err == nil {
 			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(jsonOut.Name(), o.jsonOut)
 		}
 		if err != nil {
 			return fmt.Errorf("writing --json-out %s: %w", o.jsonOut, err)

@@ -18,10 +18,13 @@ package app
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/waterline-dev/waterline/pkg/sim/sweep"
+	"github.com/waterline-dev/waterline/pkg/trace"
 )
 
 func TestSimSweepFlagValidation(t *testing.T) {
@@ -40,6 +43,7 @@ func TestSimSweepFlagValidation(t *testing.T) {
 		{"budget", []string{"--budget-fraction=2"}, []string{"--budget-fraction: Invalid value: 2"}},
 		{"seeds", []string{"--test-seeds=1,1"}, []string{"--test-seeds[1]: Duplicate value: 1"}},
 		{"workload", []string{"--workloads=synthetic,/no/such/trace"}, []string{`--workloads[1]: Invalid value: "/no/such/trace"`}},
+		{"workload twice", []string{"--workloads=synthetic,openb,synthetic"}, []string{`--workloads[2]: Duplicate value: "synthetic"`}},
 		{"all at once", []string{"--nodes=1", "-o=xml", "--duration=15s"}, []string{"--nodes", "--output", "--duration"}},
 	}
 	for _, tt := range tests {
@@ -84,5 +88,45 @@ func TestSimSweepRuns(t *testing.T) {
 	}
 	if got := res.Workloads[0].Train.Points[0].Setting; got != sweep.DefaultSetting() {
 		t.Errorf("first train point %+v, want the defaults %+v", got, sweep.DefaultSetting())
+	}
+}
+
+// TestSimSweepJSONOutKeptOnFailure: a sweep that fails leaves the file
+// --json-out names as it was, and one that succeeds replaces it, leaving
+// nothing else behind.
+func TestSimSweepJSONOutKeptOnFailure(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad")
+	if err := os.Mkdir(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Detected as an Alibaba trace, refused when the sweep loads it.
+	if err := os.WriteFile(filepath.Join(bad, trace.MachineUsageFile), []byte("m_1,0,50,50,,,1,1,1\nm_1,x,50,50,,,1,1,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "sweep.json")
+	const previous = `{"a previous": "result"}`
+	if err := os.WriteFile(out, []byte(previous), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"sweep", "--nodes=4", "--duration=10m", "--test-seeds=1", "--throttle-lines=80", "--thresholds=85", "--json-out=" + out}
+	if _, _, err := runSimCmd(t, append(args, "--workloads="+bad)...); err == nil {
+		t.Fatal("the sweep of a bad trace succeeded")
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != previous {
+		t.Errorf("after a failed sweep, --json-out holds %q (%v), want the previous %q", got, err, previous)
+	}
+	if _, _, err := runSimCmd(t, append(args, "--workloads=synthetic")...); err != nil {
+		t.Fatal(err)
+	}
+	var res sweep.Result
+	if got, err := os.ReadFile(out); err != nil || json.Unmarshal(got, &res) != nil || len(res.Workloads) != 1 {
+		t.Errorf("after a sweep, --json-out holds %q (%v), want its result", got, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("the sweeps left %v in the folder, want only bad and sweep.json", entries)
+	}
+	if _, _, err := runSimCmd(t, append(args, "--workloads=synthetic", "--json-out="+dir)...); err == nil || !strings.Contains(err.Error(), "--json-out: "+dir+" is a directory") {
+		t.Errorf("--json-out naming a folder: error %v", err)
 	}
 }

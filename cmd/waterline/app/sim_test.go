@@ -60,6 +60,7 @@ func TestSimFlagValidation(t *testing.T) {
 			[]string{`--policies[1]: Unsupported value: "best"`, `--policies[2]: Duplicate value: "waterline"`}},
 		{"output", []string{"-o=yaml"}, []string{`--output: Unsupported value: "yaml"`}},
 		{"workload", []string{"--workload=/no/such/trace"}, []string{`--workload: Invalid value: "/no/such/trace"`}},
+		{"batch load not a number", []string{"--batch-load=NaN"}, []string{"invalid flags: --batch-load: Invalid value: NaN"}},
 		// Every bad flag is reported at once.
 		{"all at once", []string{"--nodes=-1", "-o=xml", "--batch-load=900"},
 			[]string{"--nodes", "--output", "--batch-load"}},
@@ -76,6 +77,39 @@ func TestSimFlagValidation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimParamsDurationWholeSteps: a JSON file of synthetic parameters
+// whose duration is not a multiple of --step is refused, as --duration
+// is, rather than simulated for the whole steps and reported over the
+// longer duration.
+func TestSimParamsDurationWholeSteps(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "params.json")
+	if err := os.WriteFile(path, []byte(`{"nodes": 2, "duration": "15m5s"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runSimCmd(t, "--workload="+path, "--out=", "--no-progress")
+	if err == nil || !strings.Contains(err.Error(), "lasts 15m5s, not a multiple of --step (10s)") {
+		t.Errorf("error %v, want one saying 15m5s is not a multiple of --step; stdout:\n%s", err, stdout)
+	}
+}
+
+// TestSimCalibrationReadFirst: a bad --calibration stops the command
+// before the workload is built (minutes and gigabytes for a large one):
+// here the workload would fail too, and the error is the calibration's.
+func TestSimCalibrationReadFirst(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, trace.MachineUsageFile), []byte("m_1,0,50,50,,,1,1,1\nm_1,x,50,50,,,1,1,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cal := filepath.Join(dir, "calibration.json")
+	if err := os.WriteFile(cal, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runSimCmd(t, "--workload="+dir, "--calibration="+cal, "--out=", "--no-progress")
+	if err == nil || !strings.HasPrefix(err.Error(), "--calibration: ") {
+		t.Errorf("error %v, want the --calibration's, before the workload is loaded", err)
 	}
 }
 
@@ -194,6 +228,20 @@ func TestSimCalibration(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "calibrated from "+path) {
 		t.Errorf("stderr %q does not say where κ came from", stderr)
+	}
+
+	// The report's command line shows the file, not the folders of the
+	// machine that ran it.
+	out := filepath.Join(t.TempDir(), "report")
+	if _, stderr, err := runSimCmd(t, "--nodes=2", "--duration=10m", "--policies=k8s-besteffort", "--out="+out, "--no-progress", "--calibration="+path); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	page, err := os.ReadFile(filepath.Join(out, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(page), dir) || !strings.Contains(string(page), "--calibration=calibration.json") {
+		t.Errorf("the report does not show --calibration by its file name alone (absolute path %s)", path)
 	}
 
 	cal.Points = cal.Points[:3]

@@ -21,7 +21,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
@@ -76,10 +78,17 @@ func loadChartValues(ctx context.Context, path string) (*chartSettings, error) {
 	if err := yaml.Unmarshal(chart.Values, &values); err != nil {
 		return nil, fmt.Errorf("the chart's values.yaml: %w", err)
 	}
+	var schema map[string]any
+	if err := json.Unmarshal(chart.ValuesSchema, &schema); err != nil {
+		return nil, fmt.Errorf("the chart's values.schema.json: %w", err)
+	}
 	values = mergeValues(values, user)
 
 	s := &chartSettings{}
-	var errs field.ErrorList
+	// A key the chart does not know, such as a misspelt nodeQos, would
+	// otherwise leave the defaults simulated in silence; helm install
+	// refuses it.
+	errs := unknownValues(schema, user, nil)
 	// mapAt is the map under key of m, at path; empty when unset, and an
 	// error when it is not a map.
 	mapAt := func(m map[string]any, key string, path *field.Path) map[string]any {
@@ -215,6 +224,37 @@ func loadAwareArgs(args map[string]any, root *field.Path) (nodeload.Spec, field.
 			"the simulator's agents report no percentile aggregates of node usage")}
 	}
 	return loadaware.CoreSpec(&internal), nil
+}
+
+// unknownValues returns a Forbidden error for every key of values that
+// schema (a part of the chart's values.schema.json) does not list where
+// it allows no others, at every level where the schema lists properties.
+// Parts it refers to elsewhere ($ref, allOf) are left to the CRDs' own
+// schemas and the scheduler's strict decoding, which admit them later.
+func unknownValues(schema, values map[string]any, path *field.Path) field.ErrorList {
+	props, _ := schema["properties"].(map[string]any)
+	if props == nil {
+		return nil
+	}
+	closed := schema["additionalProperties"] == false
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		p := field.NewPath(k)
+		if path != nil {
+			p = path.Child(k)
+		}
+		sub, known := props[k].(map[string]any)
+		if !known {
+			if closed {
+				errs = append(errs, field.Forbidden(p, "unknown field: the chart's values.schema.json has no such field"))
+			}
+			continue
+		}
+		if v, ok := values[k].(map[string]any); ok {
+			errs = append(errs, unknownValues(sub, v, p)...)
+		}
+	}
+	return errs
 }
 
 // mergeValues returns over merged into base as Helm merges a values file

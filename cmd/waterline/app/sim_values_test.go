@@ -203,3 +203,29 @@ func TestChartRefusesWhatTheCRDsRefuse(t *testing.T) {
 		})
 	}
 }
+
+// TestSimValuesRefusesUnknownKeys: a key the chart's values.schema.json
+// does not know -- a misspelt section or setting -- is refused as helm
+// install refuses it, rather than simulating the defaults in its place;
+// the chart's own values files are still admitted.
+func TestSimValuesRefusesUnknownKeys(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"nodeQos: {spec: {cpu: {throttlePercent: 60}}}\n", "nodeQos: Forbidden: unknown field"},
+		{"scheduler: {loadAwareWieght: 3}\n", "scheduler.loadAwareWieght: Forbidden: unknown field"},
+		{"scheduler: {loadAware: {arg: {usageThresholds: {cpu: 60}}}}\n", "scheduler.loadAware.arg: Forbidden: unknown field"},
+		{"colocationPolicy: {specs: {tiers: {batchCPUThresholdPercent: 85}}}\n", "colocationPolicy.specs: Forbidden: unknown field"},
+	} {
+		if _, err := loadChartValues(t.Context(), valuesFile(t, tc.body)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("values %q: error %v, want one containing %q", tc.body, err, tc.want)
+		}
+	}
+	ci := filepath.Join("..", "..", "..", "charts", "waterline", "ci")
+	if _, err := loadChartValues(t.Context(), filepath.Join(ci, "bad", "unknown-field.yaml")); err == nil || !strings.Contains(err.Error(), "manager.replica: Forbidden: unknown field") {
+		t.Errorf("the chart's ci/bad/unknown-field.yaml: error %v, want manager.replica refused", err)
+	}
+	for _, name := range []string{"default-values.yaml", "empty-specs-values.yaml", "largest-values.yaml", "local-values.yaml"} {
+		if _, err := loadChartValues(t.Context(), filepath.Join(ci, name)); err != nil {
+			t.Errorf("the chart's ci/%s: %v", name, err)
+		}
+	}
+}

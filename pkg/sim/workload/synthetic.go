@@ -271,6 +271,11 @@ func (p SyntheticParams) Validate() field.ErrorList {
 		if s.CPUMilli <= 0 || s.MemoryBytes <= 0 || s.Weight <= 0 {
 			errs = append(errs, field.Invalid(root.Child("nodeShapes").Index(i), s, "cpuMilli, memoryBytes and weight must be positive"))
 		}
+		// Workload.Validate refuses such a node too, but only once the
+		// jobs are drawn, and their number grows with the cluster's CPU.
+		if s.CPUMilli > MaxMilliCPU {
+			errs = append(errs, field.Invalid(root.Child("nodeShapes").Index(i).Child("cpuMilli"), s.CPUMilli, maxMilliCPUMsg("must be")))
+		}
 	}
 	if p.NodePods < 1 {
 		errs = append(errs, field.Invalid(root.Child("nodePods"), p.NodePods, "must be at least 1"))

@@ -92,7 +92,8 @@ func loadKind(kind, path string, p SyntheticParams) (*Workload, error) {
 // Detect says which kind of workload path holds: a folder or file with
 // machine_usage.csv (alibaba), openb_pod_list*.csv (openb), *.csv.gz VM
 // files (bitbrains), or a .json file of SyntheticParams (synthetic). It
-// returns the path to load: the folder or file a loader takes.
+// returns the path to load: the folder or file a loader takes (a named
+// openb pod list is the one OpenB reads).
 func Detect(path string) (kind, target string, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -106,7 +107,7 @@ func Detect(path string) (kind, target string, err error) {
 		case base == trace.MachineUsageFile:
 			return KindAlibaba, path, nil
 		case strings.HasPrefix(base, "openb_pod_list") && strings.HasSuffix(base, ".csv"):
-			return KindOpenB, filepath.Dir(path), nil
+			return KindOpenB, path, nil
 		}
 		return "", "", fmt.Errorf("workload file %s: not machine_usage.csv, openb_pod_list*.csv or a .json file of synthetic parameters", path)
 	}
@@ -186,19 +187,24 @@ func Alibaba(path string, p SyntheticParams) (*Workload, error) {
 	return w, nil
 }
 
-// OpenB builds a workload from the Alibaba GPU v2023 "openb" lists in dir:
-// nodes take the CPU and memory of openb_node_list_all_node.csv in order
-// (cycling); online services draw their requests from the LS and
-// Guaranteed pods of openb_pod_list_default.csv, Batch jobs from the BE
+// OpenB builds a workload from the Alibaba GPU v2023 "openb" lists at
+// path, a folder or one of its pod lists: nodes take the CPU and memory of
+// the folder's openb_node_list_all_node.csv in order (cycling); online
+// services draw their requests from the LS and Guaranteed pods of the pod
+// list (openb_pod_list_default.csv for a folder), Batch jobs from the BE
 // pods (request, and run time = deletion − creation), Mid jobs from the
 // Burstable pods. Usage shapes, arrivals and the load are synthetic: the
 // lists hold requests only. GPUs are ignored.
-func OpenB(dir string, p SyntheticParams) (*Workload, error) {
+func OpenB(path string, p SyntheticParams) (*Workload, error) {
+	dir, podList := path, filepath.Join(path, "openb_pod_list_default.csv")
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+		dir, podList = filepath.Dir(path), path
+	}
 	nodes, err := trace.LoadOpenBNodes(filepath.Join(dir, "openb_node_list_all_node.csv"))
 	if err != nil {
 		return nil, fmt.Errorf("workload openb: %w", err)
 	}
-	pods, err := trace.LoadOpenBPods(filepath.Join(dir, "openb_pod_list_default.csv"))
+	pods, err := trace.LoadOpenBPods(podList)
 	if err != nil {
 		return nil, fmt.Errorf("workload openb: %w", err)
 	}
@@ -210,6 +216,9 @@ func OpenB(dir string, p SyntheticParams) (*Workload, error) {
 	for _, pod := range pods {
 		if pod.CPUMilli <= 0 || pod.MemoryMiB <= 0 {
 			continue
+		}
+		if pod.MemoryMiB > maxMemoryMiB {
+			return nil, fmt.Errorf("workload openb: pod %s: memory_mib %d is more than %d (8 EiB, the most bytes an int64 holds)", pod.Name, pod.MemoryMiB, maxMemoryMiB)
 		}
 		mem := pod.MemoryMiB << 20
 		switch pod.QoS {
@@ -225,12 +234,25 @@ func OpenB(dir string, p SyntheticParams) (*Workload, error) {
 		return nil, errors.New("workload openb: the lists need nodes, LS pods and BE pods with CPU and memory requests")
 	}
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x6f70656e62))
-	w := &Workload{Name: "openb (" + filepath.Base(dir) + ")", Start: p.Start, Duration: p.Duration}
+	name := filepath.Base(dir)
+	if filepath.Base(podList) != "openb_pod_list_default.csv" {
+		name += "/" + filepath.Base(podList)
+	}
+	w := &Workload{Name: "openb (" + name + ")", Start: p.Start, Duration: p.Duration}
 	w.Shapes = diurnalShapes(p)
 	for i := range p.Nodes {
 		on := nodes[i%len(nodes)]
 		if on.CPUMilli <= 0 || on.MemoryMiB <= 0 {
 			return nil, fmt.Errorf("workload openb: node %s has no CPU or memory", on.Name)
+		}
+		// Refused here, before the jobs are drawn: their number grows
+		// with the cluster's CPU, and a node of a few million cores
+		// would fill the machine's memory before Validate refuses it.
+		if on.CPUMilli > MaxMilliCPU {
+			return nil, fmt.Errorf("workload openb: node %s: cpu_milli %d %s", on.Name, on.CPUMilli, maxMilliCPUMsg("must be"))
+		}
+		if on.MemoryMiB > maxMemoryMiB {
+			return nil, fmt.Errorf("workload openb: node %s: memory_mib %d is more than %d (8 EiB, the most bytes an int64 holds)", on.Name, on.MemoryMiB, maxMemoryMiB)
 		}
 		mem := on.MemoryMiB << 20
 		w.Nodes = append(w.Nodes, Node{
@@ -259,6 +281,10 @@ func OpenB(dir string, p SyntheticParams) (*Workload, error) {
 	})
 	return w, nil
 }
+
+// maxMemoryMiB is the most MiB whose bytes fit an int64: more would wrap
+// to a small or negative number of bytes.
+const maxMemoryMiB = math.MaxInt64 >> 20
 
 // mix is a bag of requests drawn with equal weight.
 type mix struct {
@@ -322,10 +348,16 @@ func Bitbrains(dir string, p SyntheticParams) (*Workload, error) {
 // gridShape puts a trace series on the traceInterval grid from its first
 // to its last sample, scaled by scale: a slot takes the largest sample in
 // it, an empty slot the previous slot's value. It returns nil for an
-// empty series.
+// empty series, and an error for one spanning more than MaxDuration: the
+// grid costs memory for every slot of the span, so one time stamp out of
+// place would otherwise fill the machine's memory.
 func gridShape(s trace.Series, scale float64) (*Shape, error) {
 	if s.Len() == 0 {
 		return nil, nil
+	}
+	if first, last := s.Times[0], s.Times[s.Len()-1]; last-first > int64(MaxDuration/time.Second) {
+		return nil, fmt.Errorf("samples from %d s to %d s span more than %s (90 days), the longest a run takes: is a time stamp out of place?",
+			first, last, MaxDuration)
 	}
 	grid, err := trace.Resample(s, traceInterval, math.MaxInt32)
 	if err != nil {

@@ -129,6 +129,12 @@ func TestSyntheticValidate(t *testing.T) {
 	if errs := (SyntheticParams{Nodes: MaxNodes, Duration: MaxDuration}.Defaults().Validate()); len(errs) > 0 {
 		t.Errorf("MaxNodes and MaxDuration themselves refused: %v", errs)
 	}
+	// A node shape the simulator cannot hold is refused before jobs are
+	// drawn in proportion to it (1e11 millicores: out of memory first).
+	huge := SyntheticParams{Nodes: 2, Duration: 10 * time.Minute, NodeShapes: []NodeShape{{CPUMilli: 1e11, MemoryBytes: 1 << 40, Weight: 1}}}
+	if _, err := Synthetic(huge); err == nil || !strings.Contains(err.Error(), "synthetic.nodeShapes[0].cpuMilli: Invalid value: 100000000000") {
+		t.Errorf("Synthetic with a node of 1e11 millicores: %v", err)
+	}
 }
 
 // TestValidateMilliCPURange: the simulator keeps a pod's per-step CPU
@@ -307,7 +313,7 @@ func TestDetect(t *testing.T) {
 		{filepath.Join(dir, "ali"), KindAlibaba, usage, ""},
 		{usage, KindAlibaba, usage, ""},
 		{filepath.Join(dir, "ob"), KindOpenB, filepath.Join(dir, "ob"), ""},
-		{filepath.Join(dir, "ob", "openb_pod_list_default.csv"), KindOpenB, filepath.Join(dir, "ob"), ""},
+		{filepath.Join(dir, "ob", "openb_pod_list_default.csv"), KindOpenB, filepath.Join(dir, "ob", "openb_pod_list_default.csv"), ""},
 		{filepath.Join(dir, "bb"), KindBitbrains, filepath.Join(dir, "bb"), ""},
 		{params, KindSynthetic, params, ""},
 		{filepath.Join(dir, "empty"), "", "", "holds no machine_usage.csv"},
@@ -401,6 +407,105 @@ func TestBadTraceRows(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestTraceSpanBounded: a trace whose samples span more than the longest
+// run -- one time stamp out of place -- is refused naming the machine or
+// VM, instead of gridding every minute of the span (a year of slots for
+// each such series, or a crash for out of memory).
+func TestTraceSpanBounded(t *testing.T) {
+	dir := t.TempDir()
+	alibaba := filepath.Join(dir, trace.MachineUsageFile)
+	if err := os.WriteFile(alibaba, []byte("m_1,0,50,50,,,1,1,1\nm_1,600,50,50,,,1,1,1\nm_2,0,50,50,,,1,1,1\nm_2,100000000000,50,50,,,1,1,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bb := filepath.Join(dir, "bitbrains")
+	if err := os.MkdirAll(bb, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	header := strings.Join([]string{"Timestamp [ms]", "CPU cores", "CPU capacity provisioned [MHZ]", "CPU usage [MHZ]", "CPU usage [%]",
+		"Memory capacity provisioned [KB]", "Memory usage [KB]", "Disk read throughput [KB/s]", "Disk write throughput [KB/s]",
+		"Network received throughput [KB/s]", "Network transmitted throughput [KB/s]"}, ";\t")
+	if err := os.WriteFile(filepath.Join(bb, "7.csv"), []byte(header+"\n"+
+		"1376314846;\t2;\t100;\t50;\t50;\t1000;\t500;\t0;\t0;\t0;\t0\n"+
+		"9376314846;\t2;\t100;\t50;\t50;\t1000;\t500;\t0;\t0;\t0;\t0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{alibaba: "machine m_2: samples from 0 s to 100000000000 s", bb: "VM 7: samples from 1376314846 s"} {
+		_, err := Load(path, dir, SyntheticParams{Nodes: 2, Duration: time.Hour})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "span more than 2160h0m0s") {
+			t.Errorf("%s: error %v, want one containing %q and the longest span", path, err, want)
+		}
+	}
+}
+
+// TestOpenBNamedPodList: a pod list named as the workload is the one
+// simulated, not the folder's openb_pod_list_default.csv.
+func TestOpenBNamedPodList(t *testing.T) {
+	dir := t.TempDir()
+	const header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+	for file, body := range map[string]string{
+		"openb_node_list_all_node.csv": "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,0,\n",
+		"openb_pod_list_default.csv":   header + "p0,1000,1024,0,0,,LS,Running,0,100,0\np1,1000,1024,0,0,,BE,Running,0,100,0\n",
+		"openb_pod_list_cpu050.csv":    header + "p0,7000,1024,0,0,,LS,Running,0,100,0\np1,7000,1024,0,0,,BE,Running,0,100,0\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := SyntheticParams{Nodes: 2, Duration: time.Hour}
+	for _, tc := range []struct {
+		path    string
+		cpu     int64
+		nameEnd string
+	}{
+		{dir, 1000, filepath.Base(dir) + ")"},
+		{filepath.Join(dir, "openb_pod_list_default.csv"), 1000, filepath.Base(dir) + ")"},
+		{filepath.Join(dir, "openb_pod_list_cpu050.csv"), 7000, filepath.Base(dir) + "/openb_pod_list_cpu050.csv)"},
+	} {
+		w, err := Load(tc.path, dir, p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		if len(w.Services) == 0 || len(w.Jobs) == 0 {
+			t.Fatalf("%s: %d services, %d jobs", tc.path, len(w.Services), len(w.Jobs))
+		}
+		if got := w.Services[0].CPURequestMilli; got != tc.cpu || w.Jobs[0].CPURequestMilli != tc.cpu {
+			t.Errorf("%s: service and job requests %d and %d millicores, want %d (from that pod list)", tc.path, got, w.Jobs[0].CPURequestMilli, tc.cpu)
+		}
+		if !strings.HasSuffix(w.Name, tc.nameEnd) {
+			t.Errorf("%s: workload named %q, want it to end in %q", tc.path, w.Name, tc.nameEnd)
+		}
+	}
+}
+
+// TestOpenBHugeValues: an openb node or pod too large to simulate is
+// refused naming it, not wrapped to a small memory (16 EiB + 1 GiB read
+// as 1 GiB) nor used to draw jobs for millions of cores.
+func TestOpenBHugeValues(t *testing.T) {
+	const pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n" +
+		"p0,1000,1024,0,0,,LS,Running,0,100,0\n"
+	for name, tc := range map[string]struct{ nodes, pods, want string }{
+		"node memory": {"n0,32000,17592186045440,0,\n", pods + "p1,1000,1024,0,0,,BE,Running,0,100,0\n", "node n0: memory_mib 17592186045440 is more than"},
+		"node CPU":    {"n0,3000000000,262144,0,\n", pods + "p1,1000,1024,0,0,,BE,Running,0,100,0\n", "node n0: cpu_milli 3000000000 must be at most 2147483647"},
+		"pod memory":  {"n0,32000,262144,0,\n", pods + "p1,1000,17592186045441,0,0,,BE,Running,0,100,0\n", "pod p1: memory_mib 17592186045441 is more than"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for file, body := range map[string]string{
+				"openb_node_list_all_node.csv": "sn,cpu_milli,memory_mib,gpu,model\n" + tc.nodes,
+				"openb_pod_list_default.csv":   tc.pods,
+			} {
+				if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := OpenB(dir, SyntheticParams{Nodes: 2, Duration: 10 * time.Minute})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
