@@ -225,6 +225,22 @@ func TestApplyRefusals(t *testing.T) {
 			want:    `container "exec": asks for both cpu and waterline.dev/batch-cpu`,
 		},
 		{
+			// The scheduler and kubelet would count the pod-level cpu and
+			// memory as the pod's, while the band says it runs on Batch.
+			name: "pod-level cpu and memory",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "2", "memory", "1Gi")}
+			},
+			profile: v1alpha1.ColocationProfile{Name: "b", Band: "batch"},
+			want:    "spec.resources sets pod-level cpu",
+		},
+		{
+			name:    "pod-level memory limit",
+			mutate:  func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{Limits: rl("memory", "1Gi")} },
+			profile: v1alpha1.ColocationProfile{Name: "b", Band: "mid"},
+			want:    "spec.resources sets pod-level memory",
+		},
+		{
 			name:    "missing priority class",
 			profile: v1alpha1.ColocationProfile{Name: "b", Band: "batch", PriorityClassName: "nope"},
 			want:    `PriorityClass "nope" does not exist`,
