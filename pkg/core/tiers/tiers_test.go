@@ -345,6 +345,13 @@ func TestPodRequests(t *testing.T) {
 		// sidecar 1 + app 2 = 3; the init after the sidecar needs 2.5 + 1 = 3.5.
 		{"sidecars run with the app", pod("a", "n", initContainer(true, rl("1", "")), initContainer(false, rl("2500m", "")), containers(rl("2", ""))), 3500, 0},
 		{"overhead on top", pod("a", "n", containers(rl("1", "")), func(p *corev1.Pod) { p.Spec.Overhead = rl("100m", "10Mi") }), 1100, 10 << 20},
+		// Pod-level requests replace the containers' sum, resource by
+		// resource, as the scheduler counts them (Kubernetes
+		// resourcehelper.PodRequests); the overhead still adds.
+		{"pod-level requests win", pod("a", "n", containers(rl("1", "1Gi")), func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("4", "")}
+			p.Spec.Overhead = rl("100m", "")
+		}), 4100, 1 << 30},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
