@@ -196,6 +196,14 @@ func TestCalculate(t *testing.T) {
 		in:     busyNode(now.Add(-61 * time.Second)),
 		want:   Result{Degraded: true, Reason: "the node's NodeMetric was last updated 1m1s ago, more than degradeSeconds (60s)"},
 	}, {
+		// The schema has no maximum: a degradeSeconds too large for a
+		// time.Duration (about 292 years) means "never", not a wrapped,
+		// negative limit that degrades every node.
+		name:   "a degradeSeconds past time.Duration's range never degrades",
+		policy: &v1alpha1.TierPolicy{DegradeSeconds: ptr.To[int64](1e10)},
+		in:     busyNode(now.Add(-time.Minute)),
+		want:   Result{Allocatable: Allocatable{MidCPU: 9600, MidMemory: 30e9, BatchCPU: 13200, BatchMemory: 30e9}},
+	}, {
 		name: "degrade: never reported",
 		in:   busyNode(time.Time{}),
 		want: Result{Degraded: true, Reason: "the node's NodeMetric has no status.updateTime"},
