@@ -85,4 +85,13 @@ func TestColocationProfilePodLevelResources(t *testing.T) {
 	if !strings.Contains(err.Error(), "spec.resources") || !strings.Contains(err.Error(), `profile "data-batch"`) {
 		t.Errorf("Creating a pod with pod-level resources: error = %v, want a refusal naming spec.resources and the profile", err)
 	}
+
+	// Fractional bytes of memory, which the API server admits as memory
+	// but not as batch-memory, are refused by the webhook with the reason.
+	odd := pod("fractional-memory", false)
+	odd.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("0.3Gi")
+	_, err = c.Kube.CoreV1().Pods("data").Create(ctx, odd, metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), `container "work": memory 322122547200m is not a whole number of bytes`) {
+		t.Errorf("Creating a pod with a memory limit of 0.3Gi: error = %v, want the webhook's refusal naming the container and the value", err)
+	}
 }

@@ -247,6 +247,11 @@ func translateContainer(c *corev1.Container, tierCPU, tierMem corev1.ResourceNam
 			}
 			tier = *resource.NewQuantity(m, resource.DecimalSI)
 		} else {
+			// Kubernetes admits fractional bytes of memory (with a
+			// warning) but not in an extended resource.
+			if resource.NewQuantity(value.Value(), resource.BinarySI).Cmp(value) != 0 {
+				return nil, fmt.Errorf("%s %s is not a whole number of bytes", pair.from, value.String())
+			}
 			tier = value.DeepCopy()
 		}
 		if hasReq {
