@@ -26,30 +26,35 @@ const DefaultColocationPolicyName = "default"
 
 // TierPolicy says how much of a node is sold as Mid and Batch tier resources
 // (docs/design/tiers.md).
+//
+// An unset field takes, on a pool policy, the default policy's value, and
+// otherwise the built-in default ("Default:" below). The schema sets no
+// defaults: the API server would store them, and every field of a pool's
+// tiers would override the default policy's (docs/design/tiers.md).
 type TierPolicy struct {
 	// Enabled turns the Mid and Batch allocatable on. When false the manager
 	// sets both to zero on the selected nodes.
-	// +kubebuilder:default=true
+	// Default: true.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 	// MidCPUThresholdPercent caps Mid CPU at this share of node allocatable:
 	// Mid = min(Reclaimable, Allocatable × threshold%).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=30
+	// Default: 30.
 	// +optional
 	MidCPUThresholdPercent *int32 `json:"midCPUThresholdPercent,omitempty"`
 	// MidMemoryThresholdPercent caps Mid memory likewise.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=30
+	// Default: 30.
 	// +optional
 	MidMemoryThresholdPercent *int32 `json:"midMemoryThresholdPercent,omitempty"`
 	// ReclaimRatioPercent is the share of what Prod pods requested that may
 	// be reclaimed: Reclaimable = max(0, ratio × Allocated[Prod] − Peak[Prod]).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=100
+	// Default: 100.
 	// +optional
 	ReclaimRatioPercent *int32 `json:"reclaimRatioPercent,omitempty"`
 	// MidIncludeUnallocated would add what no Prod pod requested to Mid
@@ -66,19 +71,19 @@ type TierPolicy struct {
 	// − real use of Prod and Mid pods − system use).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=75
+	// Default: 75.
 	// +optional
 	BatchCPUThresholdPercent *int32 `json:"batchCPUThresholdPercent,omitempty"`
 	// BatchMemoryThresholdPercent: Batch memory likewise.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=65
+	// Default: 65.
 	// +optional
 	BatchMemoryThresholdPercent *int32 `json:"batchMemoryThresholdPercent,omitempty"`
 	// DegradeSeconds: a NodeMetric older than this resets the node's tier
 	// allocatable to zero, so nothing is sold on a node whose agent is silent.
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:default=600
+	// Default: 600.
 	// +optional
 	DegradeSeconds *int64 `json:"degradeSeconds,omitempty"`
 	// UpdateThresholdPercent: the manager rewrites a node's tier allocatable
@@ -86,7 +91,7 @@ type TierPolicy struct {
 	// drops to or rises from zero), to spare the API server.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=5
+	// Default: 5.
 	// +optional
 	UpdateThresholdPercent *int32 `json:"updateThresholdPercent,omitempty"`
 }

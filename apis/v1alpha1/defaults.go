@@ -23,11 +23,14 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Defaults. The CRD schema declares the same values in +kubebuilder:default
-// markers so that `kubectl get -o yaml` shows them; these constants are what
-// components use when a field is unset (a NodeMetric created before its
-// policy existed, a nested struct left out). TestCRDDefaultsMatchGo keeps the
-// two in step.
+// Defaults: what components use when a field is unset (a NodeMetric created
+// before its policy existed, a nested struct left out, a field a policy
+// leaves to the default policy or to these). The NodeQOS schema declares the
+// same values in +kubebuilder:default markers so that `kubectl get -o yaml`
+// shows them, and TestCRDDefaultsMatchGo keeps the two in step. The
+// ColocationPolicy and NodeMetric schemas declare none: stored in a pool
+// policy they would override the default policy's fields
+// (TestPolicyCRDsSetNoDefaults).
 const (
 	DefaultAggregateDurationSeconds int64 = 300
 	DefaultReportIntervalSeconds    int64 = 60

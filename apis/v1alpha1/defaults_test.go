@@ -36,11 +36,6 @@ func TestCRDDefaultsMatchGo(t *testing.T) {
 		path       []string
 		goDefaults any
 	}{
-		{"waterline.dev_nodemetrics.yaml", []string{"spec", "collectPolicy"}, CollectPolicyWithDefaults(nil)},
-		{"waterline.dev_nodemetrics.yaml", []string{"spec", "predictPolicy"}, PredictPolicyWithDefaults(nil)},
-		{"waterline.dev_colocationpolicies.yaml", []string{"spec", "collectPolicy"}, CollectPolicyWithDefaults(nil)},
-		{"waterline.dev_colocationpolicies.yaml", []string{"spec", "predictPolicy"}, PredictPolicyWithDefaults(nil)},
-		{"waterline.dev_colocationpolicies.yaml", []string{"spec", "tiers"}, TierPolicyWithDefaults(nil)},
 		{"waterline.dev_nodeqoses.yaml", []string{"spec"}, NodeQOSSpecWithDefaults(nil)},
 	}
 	for _, tt := range tests {
@@ -65,6 +60,37 @@ func TestCRDDefaultsMatchGo(t *testing.T) {
 				t.Errorf("no schema defaults found under %v: the markers are missing", tt.path)
 			}
 		})
+	}
+}
+
+// TestPolicyCRDsSetNoDefaults: the ColocationPolicy (and NodeMetric)
+// tiers, collectPolicy and predictPolicy have no schema defaults. The API
+// server would store them in a pool policy, and the pool would then
+// override every field of the default policy's, not only those it sets.
+func TestPolicyCRDsSetNoDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		crd  string
+		path []string
+	}{
+		{"waterline.dev_nodemetrics.yaml", []string{"spec", "collectPolicy"}},
+		{"waterline.dev_nodemetrics.yaml", []string{"spec", "predictPolicy"}},
+		{"waterline.dev_colocationpolicies.yaml", []string{"spec", "collectPolicy"}},
+		{"waterline.dev_colocationpolicies.yaml", []string{"spec", "predictPolicy"}},
+		{"waterline.dev_colocationpolicies.yaml", []string{"spec", "tiers"}},
+	} {
+		schema := loadSchema(t, tt.crd)
+		for _, p := range tt.path {
+			next, ok := schema.Properties[p]
+			if !ok {
+				t.Fatalf("%s: schema has no property %q", tt.crd, p)
+			}
+			schema = &next
+		}
+		for name, prop := range schema.Properties {
+			if prop.Default != nil {
+				t.Errorf("%s: %s.%s has the schema default %s", tt.crd, filepath.Join(tt.path...), name, prop.Default.Raw)
+			}
+		}
 	}
 }
 

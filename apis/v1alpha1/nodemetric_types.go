@@ -73,12 +73,17 @@ const (
 
 // NodeMetricCollectPolicy says how often the agent reports and over which
 // windows it aggregates.
+//
+// An unset field takes, on a pool policy, the default policy's value, and
+// otherwise the built-in default ("Default:" below). The schema sets no
+// defaults: the API server would store them, and every field of a pool's
+// collectPolicy would override the default policy's (docs/design/tiers.md).
 type NodeMetricCollectPolicy struct {
 	// AggregateDurationSeconds is the window, in seconds, that
 	// status.nodeMetric.nodeUsage averages over.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=86400
-	// +kubebuilder:default=300
+	// Default: 300.
 	// +optional
 	AggregateDurationSeconds *int64 `json:"aggregateDurationSeconds,omitempty"`
 	// ReportIntervalSeconds is how often, in seconds, the agent writes the
@@ -87,7 +92,7 @@ type NodeMetricCollectPolicy struct {
 	// well below that.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
-	// +kubebuilder:default=60
+	// Default: 60.
 	// +optional
 	ReportIntervalSeconds *int64 `json:"reportIntervalSeconds,omitempty"`
 	// AggregateDurations are the windows for which the agent reports
@@ -103,9 +108,14 @@ type NodeMetricCollectPolicy struct {
 
 // PredictPolicy configures the agent's Prod peak prediction
 // (docs/design/prediction.md).
+//
+// An unset field takes, on a pool policy, the default policy's value, and
+// otherwise the built-in default ("Default:" below). The schema sets no
+// defaults: the API server would store them, and every field of a pool's
+// predictPolicy would override the default policy's (docs/design/tiers.md).
 type PredictPolicy struct {
 	// Model is the peak-prediction model.
-	// +kubebuilder:default=NSigmaV2
+	// Default: NSigmaV2.
 	// +optional
 	Model PredictModel `json:"model,omitempty"`
 	// MaxOf lists the models the Max model takes the largest of. Default:
@@ -121,26 +131,26 @@ type PredictPolicy struct {
 	// mean.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=20
-	// +kubebuilder:default=10
+	// Default: 10.
 	// +optional
 	N *int32 `json:"n,omitempty"`
 	// Percentile is the percentile (1-100) of usage the ResourceCentral and
 	// PercentilePeak models take.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=99
+	// Default: 99.
 	// +optional
 	Percentile *int32 `json:"percentile,omitempty"`
 	// HalfLifeSeconds is the half-life of the decaying usage histograms: a
 	// sample's weight halves every half-life.
 	// +kubebuilder:validation:Minimum=60
-	// +kubebuilder:default=3600
+	// Default: 3600.
 	// +optional
 	HalfLifeSeconds *int64 `json:"halfLifeSeconds,omitempty"`
 	// ColdStartSeconds is how long a new pod's requests stand in for its
 	// usage history in the prediction.
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:default=3600
+	// Default: 3600.
 	// +optional
 	ColdStartSeconds *int64 `json:"coldStartSeconds,omitempty"`
 	// BorgOvercommitPercent is the BorgDefault model's over-commit rate a,
@@ -149,7 +159,7 @@ type PredictPolicy struct {
 	// chose.
 	// +kubebuilder:validation:Minimum=10
 	// +kubebuilder:validation:Maximum=1000
-	// +kubebuilder:default=110
+	// Default: 110.
 	// +optional
 	BorgOvercommitPercent *int32 `json:"borgOvercommitPercent,omitempty"`
 	// SafetyMarginPercent is added on top of the peak the usage-based
@@ -157,7 +167,7 @@ type PredictPolicy struct {
 	// predict; BorgDefault, which reads no usage, takes none.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=10
+	// Default: 10.
 	// +optional
 	SafetyMarginPercent *int32 `json:"safetyMarginPercent,omitempty"`
 	// ResourceDiffThresholdPercent makes the agent report a new prediction
@@ -165,13 +175,13 @@ type PredictPolicy struct {
 	// percentage.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=5
+	// Default: 5.
 	// +optional
 	ResourceDiffThresholdPercent *int64 `json:"resourceDiffThresholdPercent,omitempty"`
 	// ForceUpdateSeconds makes the agent report the prediction at least this
 	// often even when it did not move.
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:default=600
+	// Default: 600.
 	// +optional
 	ForceUpdateSeconds *int64 `json:"forceUpdateSeconds,omitempty"`
 }

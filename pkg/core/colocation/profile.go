@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -158,6 +159,12 @@ func translatePod(pod *corev1.Pod, band extension.Band, tierCPU, tierMem corev1.
 	if other := tierBandOf(pod); other != "" && other != band {
 		return fmt.Errorf("the pod requests %s tier resources but the profile puts it in band %s", other, band)
 	}
+	if names := podLevelCPUMemory(pod); names != "" {
+		// Pod-level resources take only cpu, memory and hugepages, not
+		// extended resources: left there, the scheduler and kubelet
+		// would count them as the pod's own, against Prod's allocatable.
+		return fmt.Errorf("spec.resources sets pod-level %s, which cannot become %s tier resources (pod-level resources take no extended resources); set them on the containers instead", names, band)
+	}
 	orig := OriginalResources{}
 	if v, ok := pod.Annotations[extension.AnnotationOriginalResources]; ok {
 		// Translated before (webhook reinvocation): keep the first record.
@@ -240,6 +247,11 @@ func translateContainer(c *corev1.Container, tierCPU, tierMem corev1.ResourceNam
 			}
 			tier = *resource.NewQuantity(m, resource.DecimalSI)
 		} else {
+			// Kubernetes admits fractional bytes of memory (with a
+			// warning) but not in an extended resource.
+			if resource.NewQuantity(value.Value(), resource.BinarySI).Cmp(value) != 0 {
+				return nil, fmt.Errorf("%s %s is not a whole number of bytes", pair.from, value.String())
+			}
 			tier = value.DeepCopy()
 		}
 		if hasReq {
@@ -265,6 +277,23 @@ func setRL(rl *corev1.ResourceList, name corev1.ResourceName, q resource.Quantit
 		*rl = corev1.ResourceList{}
 	}
 	(*rl)[name] = q
+}
+
+// podLevelCPUMemory names the pod-level resources (spec.resources) among
+// cpu and memory the pod sets, requests or limits, or returns "".
+func podLevelCPUMemory(pod *corev1.Pod) string {
+	if pod.Spec.Resources == nil {
+		return ""
+	}
+	var names []string
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		_, req := pod.Spec.Resources.Requests[name]
+		_, lim := pod.Spec.Resources.Limits[name]
+		if req || lim {
+			names = append(names, string(name))
+		}
+	}
+	return strings.Join(names, " and ")
 }
 
 // tierBandOf returns the band whose tier resources the pod already asks

@@ -208,6 +208,14 @@ func TestApplyRefusals(t *testing.T) {
 			want:    `container "exec": cpu 1500500u is not a whole number of millicores`,
 		},
 		{
+			// Kubernetes admits a fractional memory with a warning, but
+			// refuses it in an extended resource ("must be an integer").
+			name:    "memory not a whole number of bytes",
+			mutate:  func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits["memory"] = resource.MustParse("0.3Gi") },
+			profile: v1alpha1.ColocationProfile{Name: "b", Band: "batch"},
+			want:    `container "exec": memory 322122547200m is not a whole number of bytes`,
+		},
+		{
 			name: "already in another tier",
 			mutate: func(p *corev1.Pod) {
 				p.Spec.Containers[1].Resources.Requests = rl(string(extension.ResourceMidCPU), "100")
@@ -223,6 +231,22 @@ func TestApplyRefusals(t *testing.T) {
 			},
 			profile: v1alpha1.ColocationProfile{Name: "b", Band: "batch"},
 			want:    `container "exec": asks for both cpu and waterline.dev/batch-cpu`,
+		},
+		{
+			// The scheduler and kubelet would count the pod-level cpu and
+			// memory as the pod's, while the band says it runs on Batch.
+			name: "pod-level cpu and memory",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "2", "memory", "1Gi")}
+			},
+			profile: v1alpha1.ColocationProfile{Name: "b", Band: "batch"},
+			want:    "spec.resources sets pod-level cpu",
+		},
+		{
+			name:    "pod-level memory limit",
+			mutate:  func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{Limits: rl("memory", "1Gi")} },
+			profile: v1alpha1.ColocationProfile{Name: "b", Band: "mid"},
+			want:    "spec.resources sets pod-level memory",
 		},
 		{
 			name:    "missing priority class",

@@ -181,10 +181,14 @@ func overlayPredict(base, over *v1alpha1.PredictPolicy) *v1alpha1.PredictPolicy 
 	if o.Model != "" {
 		out.Model = o.Model
 	}
+	if len(o.MaxOf) > 0 {
+		out.MaxOf = o.MaxOf
+	}
 	setIf(&out.N, o.N)
 	setIf(&out.Percentile, o.Percentile)
 	setIf(&out.HalfLifeSeconds, o.HalfLifeSeconds)
 	setIf(&out.ColdStartSeconds, o.ColdStartSeconds)
+	setIf(&out.BorgOvercommitPercent, o.BorgOvercommitPercent)
 	setIf(&out.SafetyMarginPercent, o.SafetyMarginPercent)
 	setIf(&out.ResourceDiffThresholdPercent, o.ResourceDiffThresholdPercent)
 	setIf(&out.ForceUpdateSeconds, o.ForceUpdateSeconds)

@@ -141,3 +141,35 @@ func TestForNodeDoesNotAliasInputs(t *testing.T) {
 		t.Fatalf("changing the resolved policy changed the input policy")
 	}
 }
+
+// TestForNodeOverlaysEveryField: a pool policy that sets every field gets
+// every one of them, none left at the default policy's value.
+func TestForNodeOverlaysEveryField(t *testing.T) {
+	def := pol("default", 0, nil, v1alpha1.TierPolicyWithDefaults(nil), v1alpha1.CollectPolicyWithDefaults(nil))
+	def.Spec.PredictPolicy = v1alpha1.PredictPolicyWithDefaults(nil)
+	pool := pol("pool", 0, map[string]string{"pool": "a"},
+		&v1alpha1.TierPolicy{
+			Enabled: ptr.To(false), MidCPUThresholdPercent: ptr.To[int32](11), MidMemoryThresholdPercent: ptr.To[int32](12),
+			ReclaimRatioPercent: ptr.To[int32](13), BatchCPUThresholdPercent: ptr.To[int32](14), BatchMemoryThresholdPercent: ptr.To[int32](15),
+			DegradeSeconds: ptr.To[int64](16), UpdateThresholdPercent: ptr.To[int32](17),
+		},
+		&v1alpha1.NodeMetricCollectPolicy{
+			AggregateDurationSeconds: ptr.To[int64](21), ReportIntervalSeconds: ptr.To[int64](22),
+			AggregateDurations: []metav1.Duration{{Duration: 23}},
+		})
+	pool.Spec.PredictPolicy = &v1alpha1.PredictPolicy{
+		Model: "BorgDefault", MaxOf: []v1alpha1.PredictModel{"BorgDefault", "NSigmaV1"}, N: ptr.To[int32](3), Percentile: ptr.To[int32](90),
+		HalfLifeSeconds: ptr.To[int64](120), ColdStartSeconds: ptr.To[int64](60), BorgOvercommitPercent: ptr.To[int32](150),
+		SafetyMarginPercent: ptr.To[int32](20), ResourceDiffThresholdPercent: ptr.To[int64](7), ForceUpdateSeconds: ptr.To[int64](300),
+	}
+	got, _ := ForNode(map[string]string{"pool": "a"}, []*v1alpha1.ColocationPolicy{def, pool})
+	if diff := cmp.Diff(pool.Spec.Tiers, got.Tiers); diff != "" {
+		t.Errorf("tiers (-pool +resolved):\n%s", diff)
+	}
+	if diff := cmp.Diff(pool.Spec.CollectPolicy, got.Collect); diff != "" {
+		t.Errorf("collect policy (-pool +resolved):\n%s", diff)
+	}
+	if diff := cmp.Diff(pool.Spec.PredictPolicy, got.Predict); diff != "" {
+		t.Errorf("predict policy (-pool +resolved):\n%s", diff)
+	}
+}

@@ -104,7 +104,8 @@ func BuildInput(node *corev1.Node, pods []*corev1.Pod, nm *v1alpha1.NodeMetric) 
 // PodRequests returns the pod's effective cpu (millicores) and memory
 // (bytes) requests as the scheduler counts them: the app containers plus
 // restartable init containers (sidecars), or the largest init container
-// (with the sidecars started before it) if that is more, plus the pod
+// (with the sidecars started before it) if that is more, replaced by the
+// pod-level request (spec.resources) where the pod sets one, plus the pod
 // overhead.
 func PodRequests(pod *corev1.Pod) (milliCPU, memory int64) {
 	var sideCPU, sideMem, initCPU, initMem int64
@@ -126,6 +127,14 @@ func PodRequests(pod *corev1.Pod) (milliCPU, memory int64) {
 		appMem += r.Memory().Value()
 	}
 	milliCPU, memory = max(appCPU, initCPU), max(appMem, initMem)
+	if pod.Spec.Resources != nil {
+		if q, ok := pod.Spec.Resources.Requests[corev1.ResourceCPU]; ok {
+			milliCPU = q.MilliValue()
+		}
+		if q, ok := pod.Spec.Resources.Requests[corev1.ResourceMemory]; ok {
+			memory = q.Value()
+		}
+	}
 	milliCPU += pod.Spec.Overhead.Cpu().MilliValue()
 	memory += pod.Spec.Overhead.Memory().Value()
 	return milliCPU, memory

@@ -28,6 +28,7 @@ package tiers
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -122,6 +123,18 @@ func Batch(batchThresholdPercent int32, s ResourceState) int64 {
 	return max(0, s.Allocatable*int64(batchThresholdPercent)/100-s.ProdMidUsage-s.SystemUsage)
 }
 
+// DegradeAfter is the defaulted policy's degradeSeconds as a
+// time.Duration: how old a NodeMetric may be before the node's tiers are
+// reset. The schema bounds degradeSeconds only below, so one too large for
+// a Duration (about 292 years) saturates rather than wraps to a negative
+// limit that would degrade every node.
+func DegradeAfter(p *v1alpha1.TierPolicy) time.Duration {
+	if s := *p.DegradeSeconds; s < int64(math.MaxInt64/time.Second) {
+		return time.Duration(s) * time.Second
+	}
+	return math.MaxInt64
+}
+
 // NodeInput is one node's state for Calculate.
 type NodeInput struct {
 	// CPU in millicores, Memory in bytes.
@@ -170,7 +183,7 @@ func CalculateDefaulted(p *v1alpha1.TierPolicy, in NodeInput, now time.Time) Res
 	if in.UpdateTime.IsZero() {
 		return Result{Degraded: true, Reason: "the node's NodeMetric has no status.updateTime"}
 	}
-	limit := time.Duration(*p.DegradeSeconds) * time.Second
+	limit := DegradeAfter(p)
 	if age := now.Sub(in.UpdateTime); age > limit {
 		return Result{Degraded: true, Reason: fmt.Sprintf("the node's NodeMetric was last updated %s ago, more than degradeSeconds (%ds)",
 			age.Round(time.Second), *p.DegradeSeconds)}

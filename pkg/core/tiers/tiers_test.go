@@ -196,6 +196,14 @@ func TestCalculate(t *testing.T) {
 		in:     busyNode(now.Add(-61 * time.Second)),
 		want:   Result{Degraded: true, Reason: "the node's NodeMetric was last updated 1m1s ago, more than degradeSeconds (60s)"},
 	}, {
+		// The schema has no maximum: a degradeSeconds too large for a
+		// time.Duration (about 292 years) means "never", not a wrapped,
+		// negative limit that degrades every node.
+		name:   "a degradeSeconds past time.Duration's range never degrades",
+		policy: &v1alpha1.TierPolicy{DegradeSeconds: ptr.To[int64](1e10)},
+		in:     busyNode(now.Add(-time.Minute)),
+		want:   Result{Allocatable: Allocatable{MidCPU: 9600, MidMemory: 30e9, BatchCPU: 13200, BatchMemory: 30e9}},
+	}, {
 		name: "degrade: never reported",
 		in:   busyNode(time.Time{}),
 		want: Result{Degraded: true, Reason: "the node's NodeMetric has no status.updateTime"},
@@ -345,6 +353,13 @@ func TestPodRequests(t *testing.T) {
 		// sidecar 1 + app 2 = 3; the init after the sidecar needs 2.5 + 1 = 3.5.
 		{"sidecars run with the app", pod("a", "n", initContainer(true, rl("1", "")), initContainer(false, rl("2500m", "")), containers(rl("2", ""))), 3500, 0},
 		{"overhead on top", pod("a", "n", containers(rl("1", "")), func(p *corev1.Pod) { p.Spec.Overhead = rl("100m", "10Mi") }), 1100, 10 << 20},
+		// Pod-level requests replace the containers' sum, resource by
+		// resource, as the scheduler counts them (Kubernetes
+		// resourcehelper.PodRequests); the overhead still adds.
+		{"pod-level requests win", pod("a", "n", containers(rl("1", "1Gi")), func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("4", "")}
+			p.Spec.Overhead = rl("100m", "")
+		}), 4100, 1 << 30},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

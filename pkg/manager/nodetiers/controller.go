@@ -134,7 +134,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if res.Degraded || in.UpdateTime.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	staleAt := in.UpdateTime.Add(time.Duration(*resolved.Tiers.DegradeSeconds)*time.Second + time.Second)
+	// Time.Add saturates: a limit of "never" requeues in ~292 years.
+	staleAt := in.UpdateTime.Add(tiers.DegradeAfter(resolved.Tiers)).Add(time.Second)
 	return reconcile.Result{RequeueAfter: max(staleAt.Sub(now), time.Second)}, nil
 }
 

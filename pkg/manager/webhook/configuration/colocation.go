@@ -96,6 +96,10 @@ func (c Colocation) Webhooks(profiles []v1alpha1.ColocationProfile, caBundle []b
 		label := strings.Trim(nonName.ReplaceAllString(strings.ToLower(p.Name), "-"), "-")
 		if label == "" || seen[label] || len(label) > 63 {
 			label = fmt.Sprintf("profile-%d", i)
+			// An earlier profile may be named so already.
+			for n := 1; seen[label]; n++ {
+				label = fmt.Sprintf("profile-%d-%d", i, n)
+			}
 		}
 		seen[label] = true
 		hooks = append(hooks, admissionregistrationv1.MutatingWebhook{

@@ -72,3 +72,24 @@ func TestWebhooksFollowProfiles(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookNamesUnique: the API server refuses a configuration with two
+// webhooks of one name, and then the syncer can update neither the
+// profiles nor the CA bundle; the fallback name must not take a name an
+// earlier profile already has.
+func TestWebhookNamesUnique(t *testing.T) {
+	c := Colocation{Name: "x", Client: ClientConfig{URL: "https://127.0.0.1:9443"}, Path: "/p", FailurePolicy: "Fail", TimeoutSeconds: 5}
+	for _, profiles := range [][]v1alpha1.ColocationProfile{
+		{{Name: "profile-1"}, {Name: "_"}},
+		{{Name: "profile-2"}, {Name: "A"}, {Name: "a"}},
+		{{Name: "profile-1"}, {Name: "_"}, {Name: "profile-1-1"}, {Name: "Profile-1"}},
+	} {
+		seen := map[string]bool{}
+		for _, w := range c.Webhooks(profiles, nil) {
+			if seen[w.Name] {
+				t.Errorf("profiles %v: webhook name %q twice", profiles, w.Name)
+			}
+			seen[w.Name] = true
+		}
+	}
+}

@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/colocation"
 )
@@ -122,11 +121,10 @@ func (h *Handler) apply(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, *adm
 	if profile == nil {
 		return nil, nil
 	}
-	if pod.Labels[extension.LabelColocationProfile] == profile.Name && pod.Labels[extension.LabelBand] == profile.Band {
-		// Applied already: the configuration has one entry per profile, and
-		// an earlier entry (or an earlier invocation) got here first.
-		return nil, nil
-	}
+	// The profile may be applied already (the configuration has one entry
+	// per profile, and a reinvocation comes back): Apply is idempotent on
+	// what it did, and translates what a later webhook added since (an
+	// injected sidecar's cpu and memory).
 	var class *colocation.PriorityClass
 	if profile.PriorityClassName != "" {
 		pc := &schedulingv1.PriorityClass{}

@@ -95,8 +95,12 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 // Covers reports whether the quota is scoped to pods of class, as the
 // ResourceQuota admission plugin decides it for its matchScopes: one of the
 // quota's scopeSelector expressions on scopeName PriorityClass matches a
-// pod of the class (In listing it, NotIn not listing it, or Exists).
+// pod of the class (In listing it, NotIn not listing it, or Exists), and
+// PriorityClass in spec.scopes, which the plugin reads as Exists.
 func Covers(q *corev1.ResourceQuota, class string) bool {
+	if slices.Contains(q.Spec.Scopes, corev1.ResourceQuotaScopePriorityClass) {
+		return true
+	}
 	if q.Spec.ScopeSelector == nil {
 		return false
 	}

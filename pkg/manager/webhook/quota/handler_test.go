@@ -142,6 +142,20 @@ func TestHandle(t *testing.T) {
 			want:   verdict{Allowed: true, Code: http.StatusOK, Message: `PriorityClass "high" is covered by ResourceQuota not-free`},
 		},
 		{
+			// The ResourceQuota admission plugin reads spec.scopes as
+			// Exists selectors (getScopeSelectorsFromQuota).
+			name:   "admitted with a quota listing PriorityClass in spec.scopes",
+			config: Config{PriorityClasses: []string{"high"}},
+			quotas: []client.Object{func() client.Object {
+				q := quota("team-a", "classed")
+				q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopePriorityClass}
+				return q
+			}()},
+			op:    admissionv1.Create,
+			class: "high",
+			want:  verdict{Allowed: true, Code: http.StatusOK, Message: `PriorityClass "high" is covered by ResourceQuota classed`},
+		},
+		{
 			name:   "quota of another class does not cover",
 			config: Config{PriorityClasses: []string{"high"}},
 			quotas: []client.Object{quota("team-a", "mid-only", scope(corev1.ScopeSelectorOpIn, "mid"))},

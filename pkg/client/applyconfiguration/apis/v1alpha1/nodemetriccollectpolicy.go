@@ -27,14 +27,21 @@ import (
 //
 // NodeMetricCollectPolicy says how often the agent reports and over which
 // windows it aggregates.
+//
+// An unset field takes, on a pool policy, the default policy's value, and
+// otherwise the built-in default ("Default:" below). The schema sets no
+// defaults: the API server would store them, and every field of a pool's
+// collectPolicy would override the default policy's (docs/design/tiers.md).
 type NodeMetricCollectPolicyApplyConfiguration struct {
 	// AggregateDurationSeconds is the window, in seconds, that
 	// status.nodeMetric.nodeUsage averages over.
+	// Default: 300.
 	AggregateDurationSeconds *int64 `json:"aggregateDurationSeconds,omitempty"`
 	// ReportIntervalSeconds is how often, in seconds, the agent writes the
 	// NodeMetric status. The scheduler treats a NodeMetric not updated for
 	// its nodeMetricExpirationSeconds (default 180) as stale, so keep this
 	// well below that.
+	// Default: 60.
 	ReportIntervalSeconds *int64 `json:"reportIntervalSeconds,omitempty"`
 	// AggregateDurations are the windows for which the agent reports
 	// percentile aggregates of node usage (status.nodeMetric.aggregatedNodeUsages).

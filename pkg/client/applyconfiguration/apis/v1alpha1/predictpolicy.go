@@ -27,8 +27,14 @@ import (
 //
 // PredictPolicy configures the agent's Prod peak prediction
 // (docs/design/prediction.md).
+//
+// An unset field takes, on a pool policy, the default policy's value, and
+// otherwise the built-in default ("Default:" below). The schema sets no
+// defaults: the API server would store them, and every field of a pool's
+// predictPolicy would override the default policy's (docs/design/tiers.md).
 type PredictPolicyApplyConfiguration struct {
 	// Model is the peak-prediction model.
+	// Default: NSigmaV2.
 	Model *apisv1alpha1.PredictModel `json:"model,omitempty"`
 	// MaxOf lists the models the Max model takes the largest of. Default:
 	// NSigmaV2 and ResourceCentral. (BorgDefault, Σ requests ÷ 1.1, caps
@@ -37,31 +43,39 @@ type PredictPolicyApplyConfiguration struct {
 	MaxOf []apisv1alpha1.PredictModel `json:"maxOf,omitempty"`
 	// N is the number of standard deviations the N-sigma models add to the
 	// mean.
+	// Default: 10.
 	N *int32 `json:"n,omitempty"`
 	// Percentile is the percentile (1-100) of usage the ResourceCentral and
 	// PercentilePeak models take.
+	// Default: 99.
 	Percentile *int32 `json:"percentile,omitempty"`
 	// HalfLifeSeconds is the half-life of the decaying usage histograms: a
 	// sample's weight halves every half-life.
+	// Default: 3600.
 	HalfLifeSeconds *int64 `json:"halfLifeSeconds,omitempty"`
 	// ColdStartSeconds is how long a new pod's requests stand in for its
 	// usage history in the prediction.
+	// Default: 3600.
 	ColdStartSeconds *int64 `json:"coldStartSeconds,omitempty"`
 	// BorgOvercommitPercent is the BorgDefault model's over-commit rate a,
 	// in percent: the predicted peak is Σ requests ÷ (this / 100). The
 	// safety margin is not added to it: a is the margin the operator
 	// chose.
+	// Default: 110.
 	BorgOvercommitPercent *int32 `json:"borgOvercommitPercent,omitempty"`
 	// SafetyMarginPercent is added on top of the peak the usage-based
 	// models (NSigmaV1, NSigmaV2, ResourceCentral, PercentilePeak)
 	// predict; BorgDefault, which reads no usage, takes none.
+	// Default: 10.
 	SafetyMarginPercent *int32 `json:"safetyMarginPercent,omitempty"`
 	// ResourceDiffThresholdPercent makes the agent report a new prediction
 	// before the next report interval when it moved by more than this
 	// percentage.
+	// Default: 5.
 	ResourceDiffThresholdPercent *int64 `json:"resourceDiffThresholdPercent,omitempty"`
 	// ForceUpdateSeconds makes the agent report the prediction at least this
 	// often even when it did not move.
+	// Default: 600.
 	ForceUpdateSeconds *int64 `json:"forceUpdateSeconds,omitempty"`
 }
 

@@ -23,17 +23,26 @@ package v1alpha1
 //
 // TierPolicy says how much of a node is sold as Mid and Batch tier resources
 // (docs/design/tiers.md).
+//
+// An unset field takes, on a pool policy, the default policy's value, and
+// otherwise the built-in default ("Default:" below). The schema sets no
+// defaults: the API server would store them, and every field of a pool's
+// tiers would override the default policy's (docs/design/tiers.md).
 type TierPolicyApplyConfiguration struct {
 	// Enabled turns the Mid and Batch allocatable on. When false the manager
 	// sets both to zero on the selected nodes.
+	// Default: true.
 	Enabled *bool `json:"enabled,omitempty"`
 	// MidCPUThresholdPercent caps Mid CPU at this share of node allocatable:
 	// Mid = min(Reclaimable, Allocatable × threshold%).
+	// Default: 30.
 	MidCPUThresholdPercent *int32 `json:"midCPUThresholdPercent,omitempty"`
 	// MidMemoryThresholdPercent caps Mid memory likewise.
+	// Default: 30.
 	MidMemoryThresholdPercent *int32 `json:"midMemoryThresholdPercent,omitempty"`
 	// ReclaimRatioPercent is the share of what Prod pods requested that may
 	// be reclaimed: Reclaimable = max(0, ratio × Allocated[Prod] − Peak[Prod]).
+	// Default: 100.
 	ReclaimRatioPercent *int32 `json:"reclaimRatioPercent,omitempty"`
 	// MidIncludeUnallocated would add what no Prod pod requested to Mid
 	// (the mixed variant of docs/design/tiers.md). It is refused: the
@@ -45,15 +54,19 @@ type TierPolicyApplyConfiguration struct {
 	MidIncludeUnallocated *bool `json:"midIncludeUnallocated,omitempty"`
 	// BatchCPUThresholdPercent: Batch CPU = max(0, Allocatable × threshold%
 	// − real use of Prod and Mid pods − system use).
+	// Default: 75.
 	BatchCPUThresholdPercent *int32 `json:"batchCPUThresholdPercent,omitempty"`
 	// BatchMemoryThresholdPercent: Batch memory likewise.
+	// Default: 65.
 	BatchMemoryThresholdPercent *int32 `json:"batchMemoryThresholdPercent,omitempty"`
 	// DegradeSeconds: a NodeMetric older than this resets the node's tier
 	// allocatable to zero, so nothing is sold on a node whose agent is silent.
+	// Default: 600.
 	DegradeSeconds *int64 `json:"degradeSeconds,omitempty"`
 	// UpdateThresholdPercent: the manager rewrites a node's tier allocatable
 	// only when it moves by more than this share of node allocatable (or
 	// drops to or rises from zero), to spare the API server.
+	// Default: 5.
 	UpdateThresholdPercent *int32 `json:"updateThresholdPercent,omitempty"`
 }
 
