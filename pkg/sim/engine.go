@@ -42,6 +42,12 @@ func Run(ctx context.Context, cfg Config, w *workload.Workload) (*Result, error)
 	if w.Duration < cfg.Step {
 		return nil, fmt.Errorf("invalid simulation config: workload %s lasts %s, less than one step (%s)", w.Name, w.Duration, cfg.Step)
 	}
+	if w.Duration%cfg.Step != 0 {
+		// The run steps ⌊duration ÷ step⌋ times while per-hour figures
+		// divide by the whole duration: a remainder would go unsimulated
+		// yet counted.
+		return nil, fmt.Errorf("invalid simulation config: workload %s lasts %s, not a whole number of steps (%s)", w.Name, w.Duration, cfg.Step)
+	}
 	logger := klog.FromContext(ctx)
 	// A policy's cluster is built when its turn comes and dropped as soon
 	// as its result is taken, so that at most cfg.Parallel clusters are in

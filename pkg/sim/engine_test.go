@@ -18,6 +18,7 @@ package sim
 
 import (
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -437,5 +438,21 @@ func TestReportSetsPredictedNodeUsage(t *testing.T) {
 	}
 	if m.ProdPeak[nodeload.CPU] <= m.ProdUsage[nodeload.CPU] {
 		t.Errorf("Prod peak %dm not above Prod usage %dm: the check above shows nothing", m.ProdPeak[nodeload.CPU], m.ProdUsage[nodeload.CPU])
+	}
+}
+
+// TestRunRefusesAPartialStep: a workload that does not last a whole number
+// of steps is refused; the last part-step would be counted in per-hour
+// figures without being simulated.
+func TestRunRefusesAPartialStep(t *testing.T) {
+	w := tiny(1, 1000, 1)
+	w.Duration = 20*time.Minute + 5*time.Second
+	_, err := Run(t.Context(), Config{Seed: 1, Step: 10 * time.Second}, w)
+	if err == nil || !strings.Contains(err.Error(), "not a whole number of steps") {
+		t.Fatalf("Run of a 20m5s workload at 10s steps: got error %v, want one saying it is not a whole number of steps", err)
+	}
+	w.Duration = 20 * time.Minute
+	if _, err := Run(t.Context(), Config{Seed: 1, Step: 10 * time.Second}, w); err != nil {
+		t.Fatalf("Run of a 20m workload at 10s steps: %v", err)
 	}
 }
