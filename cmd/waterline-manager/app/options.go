@@ -136,9 +136,10 @@ const (
 	ControllerNodeMetric = "nodemetric"
 	ControllerTiers      = "tiers"
 	ControllerNodeQOS    = "nodeqos"
+	ControllerPolicy     = "colocationpolicy"
 )
 
-var knownControllers = []string{ControllerNodeMetric, ControllerTiers, ControllerNodeQOS}
+var knownControllers = []string{ControllerNodeMetric, ControllerTiers, ControllerNodeQOS, ControllerPolicy}
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {

@@ -45,6 +45,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/manager/nodemetric"
 	"github.com/waterline-dev/waterline/pkg/manager/nodeqos"
 	"github.com/waterline-dev/waterline/pkg/manager/nodetiers"
+	"github.com/waterline-dev/waterline/pkg/manager/policystatus"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/agentscope"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/daemonset"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
@@ -209,6 +210,11 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 	if opts.Enabled(ControllerNodeQOS) {
 		if err := (&nodeqos.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", nodeqos.ControllerName, err)
+		}
+	}
+	if opts.Enabled(ControllerPolicy) {
+		if err := (&policystatus.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", policystatus.ControllerName, err)
 		}
 	}
 	if opts.Enabled(ControllerTiers) {
