@@ -238,7 +238,11 @@ func stateFromMark(m *Mark) *podState {
 		shares:     m.CPUShares != nil,
 		memory:     m.MemoryBytes != nil,
 		containers: maps.Clone(m.Containers),
-		healed:     true,
+		// Containers marked lowered may be so while the pod's quota is
+		// already kubelet's (a kill between the two writes on v1): give
+		// them theirs back even when the pod's quota needs no write.
+		retryContainers: len(m.Containers) > 0,
+		healed:          true,
 	}
 }
 

@@ -1,0 +1,98 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package resctl_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
+	"github.com/waterline-dev/waterline/pkg/agent/resctl"
+	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
+)
+
+// TestRestartAfterCrashBetweenContainerAndPodWrite: on cgroup v1 a
+// throttle lowers the container's quota first, then the pod's. An agent
+// killed between the two writes leaves the container at 100m, the pod at
+// kubelet's 300m, and a mark recording both. The restarted agent, with no
+// intent for the pod, must give the container kubelet's 300m back -- not
+// leave it throttled for the pod's life because the pod's own quota
+// already looks right.
+func TestRestartAfterCrashBetweenContainerAndPodWrite(t *testing.T) {
+	f := newFixture(t, cgroups.V1)
+	marks := filepath.Join(t.TempDir(), resctl.MarksFile)
+	must(t, f.r.UseMarks(marks))
+	pod := resctltest.MakePod("batch").Band(extension.BandBatch).CPU("300m", "300m").Obj()
+	pc := f.addPod(pod, true)
+	ctr := pc.containers["main"]
+	f.r.SetIntents("qos", map[types.UID]resctl.Intent{pod.UID: {CPUQuotaMilli: 100, BelowOwnLimits: true}})
+	f.mustCycle()
+	// The kill: the container write happened (and its mark), the pod's
+	// did not.
+	f.setQuota(pc.pod, 300)
+	if got := f.r.Marks()[pod.UID].Containers; len(got) != 1 {
+		t.Fatalf("marked containers before the crash = %v, want the lowered one", got)
+	}
+
+	f.restart()
+	must(t, f.r.UseMarks(marks))
+	f.mustCycle()
+	f.mustCycle()
+	type state struct{ Pod, Container int64 }
+	if diff := cmp.Diff(state{300, 300}, state{f.quota(pc.pod), f.quota(ctr)}); diff != "" {
+		t.Errorf("quotas after the restart (-want +got):\n%s", diff)
+	}
+	if m := f.r.Marks(); len(m) != 0 {
+		t.Errorf("marks left after healing: %v", m)
+	}
+}
+
+// TestFailedPodWriteAfterContainersLowered: on cgroup v1 the container's
+// quota went down but the pod's write failed; the intent is then
+// withdrawn. The pod's quota is kubelet's already, and the container must
+// get kubelet's back too.
+func TestFailedPodWriteAfterContainersLowered(t *testing.T) {
+	f := newFixture(t, cgroups.V1)
+	pod := resctltest.MakePod("batch").Band(extension.BandBatch).CPU("300m", "300m").Obj()
+	pc := f.addPod(pod, true)
+	ctr := pc.containers["main"]
+	f.mustCycle() // the one look at a Batch pod opens its quota file
+	period := f.layout.Path(cgroups.ControllerCPU, pc.pod) + "/cpu.cfs_period_us"
+	must(t, os.Rename(period, period+".away"))
+	must(t, os.Mkdir(period, 0o755)) // unreadable as a file: the pod's write fails
+	f.r.SetIntents("qos", map[types.UID]resctl.Intent{pod.UID: {CPUQuotaMilli: 100, BelowOwnLimits: true}})
+	if err := f.cycle(); err == nil {
+		t.Fatal("the cycle with the pod's quota file broken succeeded")
+	}
+	if got := f.quota(ctr); got != 100 {
+		t.Fatalf("container quota after the failed pod write = %dm, want the lowered 100m", got)
+	}
+	must(t, os.Remove(period))
+	must(t, os.Rename(period+".away", period))
+
+	f.r.SetIntents("qos", nil)
+	f.mustCycle()
+	type state struct{ Pod, Container int64 }
+	if diff := cmp.Diff(state{300, 300}, state{f.quota(pc.pod), f.quota(ctr)}); diff != "" {
+		t.Errorf("quotas once the intent is withdrawn (-want +got):\n%s", diff)
+	}
+}
