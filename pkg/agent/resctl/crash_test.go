@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
@@ -94,5 +95,34 @@ func TestFailedPodWriteAfterContainersLowered(t *testing.T) {
 	type state struct{ Pod, Container int64 }
 	if diff := cmp.Diff(state{300, 300}, state{f.quota(pc.pod), f.quota(ctr)}); diff != "" {
 		t.Errorf("quotas once the intent is withdrawn (-want +got):\n%s", diff)
+	}
+}
+
+// TestReleaseAfterResizeGivesKubeletsNewLimit: a throttled Batch pod is
+// resized in place (cgroup v2; kubelet writes the new limit into the pod's
+// cpu.max, the agent throttles it again), then the agent is uninstalled.
+// Release must write kubelet's value now -- the resized 600m -- not the
+// 300m the pod had when it was first throttled, which would hold it under
+// its own limit for the rest of its life.
+func TestReleaseAfterResizeGivesKubeletsNewLimit(t *testing.T) {
+	f := newFixture(t, cgroups.V2)
+	must(t, f.r.UseMarks(filepath.Join(t.TempDir(), resctl.MarksFile)))
+	pod := resctltest.MakePod("batch").Band(extension.BandBatch).CPU("300m", "300m").Obj()
+	pc := f.addPod(pod, true)
+	f.r.SetIntents("qos", map[types.UID]resctl.Intent{pod.UID: {CPUQuotaMilli: 100, BelowOwnLimits: true}})
+	f.mustCycle()
+
+	resized := resctltest.MakePod("batch").Band(extension.BandBatch).CPU("600m", "600m").Obj()
+	resized.UID, resized.Status = pod.UID, pod.Status
+	f.pods[0] = resized
+	f.setQuota(pc.pod, 600) // kubelet applies the resize
+	f.mustCycle()
+	if got := f.quota(pc.pod); got != 100 {
+		t.Fatalf("quota after the resize and a cycle = %dm, want the throttle's 100m again", got)
+	}
+
+	must(t, f.r.Release(klog.Background()))
+	if got := f.quota(pc.pod); got != 600 {
+		t.Errorf("quota after release = %dm, want kubelet's 600m since the resize", got)
 	}
 }
