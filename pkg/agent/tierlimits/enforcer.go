@@ -177,7 +177,7 @@ func (e *Enforcer) protectedNamespaces(s *agent.Snapshot) []string {
 	if s.Node == nil {
 		return nil
 	}
-	if s.Node == e.protectedNSNode && slices.Equal(s.NodeQOSes, e.protectedNSFrom) {
+	if s.Node == e.protectedNSNode && sameObjects(s.NodeQOSes, e.protectedNSFrom) {
 		return e.protectedNS
 	}
 	all := make([]v1alpha1.NodeQOS, len(s.NodeQOSes))
@@ -191,6 +191,21 @@ func (e *Enforcer) protectedNamespaces(s *agent.Snapshot) []string {
 	}
 	e.protectedNS, e.protectedNSNode, e.protectedNSFrom = ns, s.Node, slices.Clone(s.NodeQOSes)
 	return ns
+}
+
+// sameObjects reports whether a and b hold the same objects in any order
+// (an informer lists them in no fixed order); a and b are a handful of
+// NodeQOS objects, without duplicates.
+func sameObjects(a, b []*v1alpha1.NodeQOS) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, o := range a {
+		if !slices.Contains(b, o) {
+			return false
+		}
+	}
+	return true
 }
 
 // batchAllocatable is the node's allocatable batch-cpu in millicores, and

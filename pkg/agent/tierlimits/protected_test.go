@@ -74,3 +74,47 @@ func TestBandCapSparesProtectedNamespaces(t *testing.T) {
 		t.Errorf("band intents (-want +got):\n%s", diff)
 	}
 }
+
+// TestBandCapProtectedNamespacesFollowNodeQOS: the protected namespaces
+// follow the NodeQOS objects: listed in another order they are the same;
+// once the object is replaced without the namespace, its pods share the
+// cap again.
+func TestBandCapProtectedNamespacesFollowNodeQOS(t *testing.T) {
+	kept := resctltest.MakePod("kept").Namespace("ops").Band(extension.BandBatch).Tier(extension.ResourceBatchCPU, "600").Obj()
+	b := resctltest.MakePod("b").Band(extension.BandBatch).Tier(extension.ResourceBatchCPU, "600").Obj()
+	colo := &v1alpha1.NodeQOS{ObjectMeta: metav1.ObjectMeta{Name: "colo"}, Spec: v1alpha1.NodeQOSSpec{ProtectedNamespaces: []string{"ops"}}}
+	other := &v1alpha1.NodeQOS{ObjectMeta: metav1.ObjectMeta{Name: "other"}}
+	layout, err := cgroups.NewLayout(t.TempDir(), cgroups.V1, cgroups.DriverCgroupfs, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := resctl.New(layout, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := tierlimits.New(tierlimits.Config{}, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := nodeWithBatch("1000")
+	capped := func(q int64) resctl.Intent { return resctl.Intent{CPUQuotaMilli: q, BelowOwnLimits: true} }
+	uncolo := colo.DeepCopy()
+	uncolo.Spec.ProtectedNamespaces = nil
+	steps := []struct {
+		name string
+		nqs  []*v1alpha1.NodeQOS
+		want map[types.UID]resctl.Intent
+	}{
+		{"ops protected", []*v1alpha1.NodeQOS{colo, other}, map[types.UID]resctl.Intent{b.UID: capped(400)}},
+		{"listed in another order", []*v1alpha1.NodeQOS{other, colo}, map[types.UID]resctl.Intent{b.UID: capped(400)}},
+		{"namespace dropped", []*v1alpha1.NodeQOS{other, uncolo}, map[types.UID]resctl.Intent{kept.UID: capped(500), b.UID: capped(500)}},
+	}
+	for _, s := range steps {
+		if err := e.Cycle(t.Context(), &agent.Snapshot{Node: node, Pods: []*corev1.Pod{kept, b}, NodeQOSes: s.nqs}); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(s.want, rc.Intents(tierlimits.SourceBatchBand), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: band intents (-want +got):\n%s", s.name, diff)
+		}
+	}
+}
