@@ -308,10 +308,18 @@ func plannerKey(s *agent.Snapshot, c qos.Capacity) uint64 {
 		write(k)
 		write(s.Node.Labels[k])
 	}
+	// The informer lists NodeQOS objects in no fixed order: add up a hash
+	// of each, so the same objects in another order are the same key.
+	var objects uint64
 	for _, nq := range s.NodeQOSes {
-		write(string(nq.UID))
-		write(nq.ResourceVersion)
+		oh := fnv.New64a()
+		_, _ = oh.Write([]byte(nq.UID))
+		_, _ = oh.Write([]byte{0})
+		_, _ = oh.Write([]byte(nq.ResourceVersion))
+		objects += oh.Sum64()
 	}
+	write(string(strconv.AppendUint(buf[:0], objects, 10)))
+	write(string(strconv.AppendInt(buf[:0], int64(len(s.NodeQOSes)), 10)))
 	return h.Sum64()
 }
 
