@@ -19,6 +19,7 @@ package resctl_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -124,5 +125,43 @@ func TestReleaseAfterResizeGivesKubeletsNewLimit(t *testing.T) {
 	must(t, f.r.Release(klog.Background()))
 	if got := f.quota(pc.pod); got != 600 {
 		t.Errorf("quota after release = %dm, want kubelet's 600m since the resize", got)
+	}
+}
+
+// TestV2WeightIsKubeletsPodWeight: on cgroup v2 kubelet writes a pod
+// cgroup's cpu.weight with its own linear conversion of shares
+// (pkg/kubelet/cm getCPUWeight: 1 + (shares−2)×9999/262142, so 1024 →
+// 39), not runc's container conversion (1024 → 100). A tier intent of
+// 1024 shares must give the pod the weight kubelet gives a pod requesting
+// one CPU, and withdrawing it must put kubelet's own value back.
+func TestV2WeightIsKubeletsPodWeight(t *testing.T) {
+	f := newFixture(t, cgroups.V2)
+	pod := resctltest.MakePod("burstable").Band(extension.BandBatch).CPU("1", "").Tier(extension.ResourceBatchMemory, "1Gi").Obj()
+	pc := f.addPod(pod, true)
+	weightFile := f.layout.Path(cgroups.ControllerCPU, pc.pod) + "/cpu.weight"
+	must(t, os.WriteFile(weightFile, []byte("39\n"), 0o644)) // what kubelet 1.36 writes for 1024 shares
+	weight := func() string {
+		t.Helper()
+		b, err := os.ReadFile(weightFile)
+		must(t, err)
+		return strings.TrimSpace(string(b))
+	}
+
+	f.r.SetIntents("tier", map[types.UID]resctl.Intent{pod.UID: {CPUShares: 2048}})
+	f.mustCycle()
+	if got := weight(); got != "79" { // 1 + ⌊2046×9999/262142⌋
+		t.Errorf("cpu.weight under a 2048-share intent = %s, want kubelet's 79", got)
+	}
+	f.r.SetIntents("tier", map[types.UID]resctl.Intent{pod.UID: {CPUShares: 1024}})
+	f.mustCycle()
+	if got := weight(); got != "39" {
+		t.Errorf("cpu.weight under a 1024-share intent = %s, want kubelet's 39 for a one-CPU pod", got)
+	}
+	f.r.SetIntents("tier", map[types.UID]resctl.Intent{pod.UID: {CPUShares: 2048}})
+	f.mustCycle()
+	f.r.SetIntents("tier", nil)
+	f.mustCycle()
+	if got := weight(); got != "39" {
+		t.Errorf("cpu.weight after the intent is withdrawn = %s, want kubelet's 39 back", got)
 	}
 }
