@@ -457,13 +457,20 @@ func (e *Executor) applyQuotas(logger klog.Logger, plan *qos.Plan, now time.Time
 			e.reportQuota(logger, pod, q)
 		}
 	}
-	// A pod left out of this plan while a refusal runs out keeps its quota.
+	// A pod left out of this plan while a refusal runs out keeps its
+	// quota, unless it has become protected meanwhile (the planner, which
+	// did not see it, checks the NodeQOS protected namespaces too).
+	var protectedNS []string
+	if len(e.retryAt) > 0 {
+		protectedNS = e.planner.Waterlines().ProtectedNamespaces
+	}
 	for uid, until := range e.retryAt {
 		q, ok := e.applied[uid]
 		if !ok || !now.Before(until) {
 			continue
 		}
-		if pod := e.byUID[uid]; pod != nil && extension.QoSProtection(pod) == extension.NotProtected {
+		if pod := e.byUID[uid]; pod != nil && extension.QoSProtection(pod) == extension.NotProtected &&
+			!extension.IsProtectedNamespace(pod.Namespace, protectedNS...) {
 			next[uid] = q
 			if !e.policy.dryRun {
 				e.intents[uid] = resctl.Intent{CPUQuotaMilli: q, BelowOwnLimits: true}

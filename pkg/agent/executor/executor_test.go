@@ -592,3 +592,33 @@ func TestNewValidates(t *testing.T) {
 }
 
 func ptrDuration(d time.Duration) *time.Duration { return &d }
+
+// TestRefusedEvictionKeepsNoQuotaInAProtectedNamespace: a throttled Batch
+// pod whose eviction a PodDisruptionBudget refused keeps its quota while
+// the refusal runs out -- unless its namespace has meanwhile been put in
+// the NodeQOS spec.protectedNamespaces: then it is never throttled
+// (docs/design/node-qos.md#protected-pods), refusal or not.
+func TestRefusedEvictionKeepsNoQuotaInAProtectedNamespace(t *testing.T) {
+	w := newWorld(t)
+	starvedCPU(w, 5, nil)
+	w.nqs[0].Spec.CPU.ThrottlePercent = i32(40)
+	for _, p := range w.pods {
+		w.evictor.refuse[p.Name] = fmt.Errorf("wrapped: %w", executor.ErrEvictionBlocked)
+	}
+	for range 4 {
+		w.cycle()
+	}
+	w.ex.WaitForEvictions(t.Context())
+	w.cycle()
+	if len(w.evictor.callList()) == 0 || len(w.quotas()) == 0 {
+		t.Fatalf("want throttled pods whose evictions were refused: evictions asked %v, quotas %v", w.evictor.callList(), w.quotas())
+	}
+	protected := w.nqs[0].DeepCopy()
+	protected.Spec.ProtectedNamespaces = []string{w.pods[1].Namespace}
+	protected.ResourceVersion = "2"
+	w.nqs = []*v1alpha1.NodeQOS{protected}
+	w.cycle()
+	if q := w.quotas(); len(q) != 0 {
+		t.Errorf("quotas once the pods' namespace is protected = %v, want none", q)
+	}
+}
