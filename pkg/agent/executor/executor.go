@@ -238,7 +238,16 @@ func (e *Executor) Cycle(ctx context.Context, s *agent.Snapshot) error {
 	node := qos.NodeState{Usage: e.nodeUsage, CPUWindow: e.beWin.average(s.Time, e.window)}
 	prev := e.h
 	plan := e.planner.Plan(node, e.cands, prev)
-	e.startEvictions(ctx, logger, &plan, now)
+	if s.FromNodeSnapshot {
+		// The pods and NodeQOS objects are what a previous run saved,
+		// possibly long ago: an eviction cannot be undone, so it waits
+		// for the API server's view (docs/design/node-qos.md#faults-restarts-and-uninstall).
+		if len(plan.Evictions) > 0 {
+			logger.V(4).Info("Not evicting from the node snapshot; waiting for the API server's view", "evictions", len(plan.Evictions))
+		}
+	} else {
+		e.startEvictions(ctx, logger, &plan, now)
+	}
 	e.h = plan.Hysteresis
 	e.applyQuotas(logger, &plan, now)
 	e.setConditions(s.NodeMetric, &plan, now)
