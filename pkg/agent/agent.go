@@ -50,6 +50,12 @@ type Snapshot struct {
 	// it is not on the node. Modules only drop what a pod left behind when
 	// it is set.
 	PodsComplete bool
+	// FromNodeSnapshot says the Node, pods, NodeMetric and NodeQOS objects
+	// are the node snapshot a previous run saved, not the API server's
+	// current view: the informers have not synced yet. What cannot be
+	// undone (an eviction) waits for the current view; it needs the API
+	// server anyway.
+	FromNodeSnapshot bool
 	// NodeMetric is the node's NodeMetric, nil until it exists. Its spec
 	// carries the collect and predict policy; use CollectPolicy and
 	// PredictPolicy, which fill the defaults.
@@ -227,6 +233,10 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) Cycle(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	start := a.clock.Now()
+	// Before any object is read: once synced, the States never answer
+	// from the snapshot again, so false here means every object below is
+	// the current view (true at worst makes this cycle wait needlessly).
+	fromSnapshot := a.states.fromSnapshot()
 	pods := a.states.Pods()
 	sample, err := a.collector.Collect(ctx, a.podRefs(pods))
 	if err != nil {
@@ -237,14 +247,15 @@ func (a *Agent) Cycle(ctx context.Context) {
 		logger.V(2).Info("Metric cache refused the sample", "err", err)
 	}
 	snap := &Snapshot{
-		Time:         sample.Time,
-		Sample:       sample,
-		Cache:        a.cache,
-		Node:         a.states.Node(),
-		Pods:         pods,
-		PodsComplete: a.states.PodsComplete(),
-		NodeMetric:   a.states.NodeMetric(),
-		NodeQOSes:    a.states.NodeQOSes(),
+		Time:             sample.Time,
+		Sample:           sample,
+		Cache:            a.cache,
+		Node:             a.states.Node(),
+		Pods:             pods,
+		PodsComplete:     a.states.PodsComplete(),
+		FromNodeSnapshot: fromSnapshot,
+		NodeMetric:       a.states.NodeMetric(),
+		NodeQOSes:        a.states.NodeQOSes(),
 	}
 	failed := 0
 	for _, m := range a.modules {

@@ -165,10 +165,12 @@ func (l *Layout) SetCPUQuota(cgroup string, q CPUQuota) (Undo, error) {
 }
 
 // CPUSharesToWeight converts cgroup v1 cpu.shares to the cgroup v2
-// cpu.weight that opencontainers/cgroups v0.0.6 (the version kubelet 1.36
-// builds with) writes for it: a quadratic in log2(shares) that maps 2 → 1,
-// 1024 → 100 and 262144 → 10000, so that the default share is the default
-// weight (the older linear formula mapped 1024 to 39).
+// cpu.weight kubelet writes into pod and QoS cgroups for them: its own
+// linear conversion (pkg/kubelet/cm getCPUWeight, unchanged in
+// k8s.io/kubernetes v1.36.3): 1 + (shares − 2) × 9999 / 262142, so
+// 2 → 1, 1024 → 39 and 262144 → 10000. (runc converts the shares of
+// containers with a quadratic in log2(shares) instead, 1024 → 100; the
+// cgroups this package writes are kubelet's.)
 func CPUSharesToWeight(shares uint64) uint64 {
 	switch {
 	case shares == 0:
@@ -178,8 +180,7 @@ func CPUSharesToWeight(shares uint64) uint64 {
 	case shares >= MaxCPUShares:
 		return MaxCPUWeight
 	}
-	l := math.Log2(float64(shares))
-	return uint64(math.Ceil(math.Pow(10, (l*l+125*l)/612.0-7.0/34.0)))
+	return 1 + (shares-MinCPUShares)*(MaxCPUWeight-1)/(MaxCPUShares-MinCPUShares)
 }
 
 // CPUWeightToShares is the smallest cpu.shares whose CPUSharesToWeight is at

@@ -175,8 +175,8 @@ func TestSetCPUShares(t *testing.T) {
 		before   string
 	}{
 		{cgroups.V1, 512, "cpu.shares", "512", "1024"},
-		// log2(512) = 9: (81 + 1125)/612 − 7/34 = 1.7647; 10^1.7647 = 58.2 → 59.
-		{cgroups.V2, 512, "cpu.weight", "59", "100"},
+		// kubelet's conversion: 1 + ⌊510 × 9999 / 262142⌋ = 1 + 19.
+		{cgroups.V2, 512, "cpu.weight", "20", "100"},
 		{cgroups.V2, 2, "cpu.weight", "1", "100"},
 	}
 	for _, tc := range tests {
@@ -249,7 +249,7 @@ func TestCPUSharesToWeight(t *testing.T) {
 	tests := []struct{ shares, weight uint64 }{
 		{0, 0},          // unset stays unset
 		{2, 1},          // minimum
-		{1024, 100},     // log2 = 10: (100 + 1250)/612 − 7/34 = 2 → 10² = 100
+		{1024, 39},      // kubelet's getCPUWeight: 1 + ⌊1022 × 9999 / 262142⌋ = 1 + 38
 		{262144, 10000}, // maximum
 		{1 << 20, 10000},
 	}
@@ -313,7 +313,7 @@ func TestRealCgroupWrites(t *testing.T) {
 	gotLimit, _ := l.ReadMemoryLimit(cg)
 	// On v2 the kernel holds the weight, so compare what it maps to.
 	gotWeight := cgroups.CPUSharesToWeight(gotShares)
-	if diff := cmp.Diff([]any{want, uint64(59), int64(256 << 20)}, []any{gotQuota, gotWeight, gotLimit}); diff != "" {
+	if diff := cmp.Diff([]any{want, uint64(20), int64(256 << 20)}, []any{gotQuota, gotWeight, gotLimit}); diff != "" {
 		t.Errorf("Kernel view after Set, shares as weight (-want +got):\n%s", diff)
 	}
 

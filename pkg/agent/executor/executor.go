@@ -238,7 +238,16 @@ func (e *Executor) Cycle(ctx context.Context, s *agent.Snapshot) error {
 	node := qos.NodeState{Usage: e.nodeUsage, CPUWindow: e.beWin.average(s.Time, e.window)}
 	prev := e.h
 	plan := e.planner.Plan(node, e.cands, prev)
-	e.startEvictions(ctx, logger, &plan, now)
+	if s.FromNodeSnapshot {
+		// The pods and NodeQOS objects are what a previous run saved,
+		// possibly long ago: an eviction cannot be undone, so it waits
+		// for the API server's view (docs/design/node-qos.md#faults-restarts-and-uninstall).
+		if len(plan.Evictions) > 0 {
+			logger.V(4).Info("Not evicting from the node snapshot; waiting for the API server's view", "evictions", len(plan.Evictions))
+		}
+	} else {
+		e.startEvictions(ctx, logger, &plan, now)
+	}
 	e.h = plan.Hysteresis
 	e.applyQuotas(logger, &plan, now)
 	e.setConditions(s.NodeMetric, &plan, now)
@@ -308,10 +317,18 @@ func plannerKey(s *agent.Snapshot, c qos.Capacity) uint64 {
 		write(k)
 		write(s.Node.Labels[k])
 	}
+	// The informer lists NodeQOS objects in no fixed order: add up a hash
+	// of each, so the same objects in another order are the same key.
+	var objects uint64
 	for _, nq := range s.NodeQOSes {
-		write(string(nq.UID))
-		write(nq.ResourceVersion)
+		oh := fnv.New64a()
+		_, _ = oh.Write([]byte(nq.UID))
+		_, _ = oh.Write([]byte{0})
+		_, _ = oh.Write([]byte(nq.ResourceVersion))
+		objects += oh.Sum64()
 	}
+	write(string(strconv.AppendUint(buf[:0], objects, 10)))
+	write(string(strconv.AppendInt(buf[:0], int64(len(s.NodeQOSes)), 10)))
 	return h.Sum64()
 }
 
@@ -449,13 +466,20 @@ func (e *Executor) applyQuotas(logger klog.Logger, plan *qos.Plan, now time.Time
 			e.reportQuota(logger, pod, q)
 		}
 	}
-	// A pod left out of this plan while a refusal runs out keeps its quota.
+	// A pod left out of this plan while a refusal runs out keeps its
+	// quota, unless it has become protected meanwhile (the planner, which
+	// did not see it, checks the NodeQOS protected namespaces too).
+	var protectedNS []string
+	if len(e.retryAt) > 0 {
+		protectedNS = e.planner.Waterlines().ProtectedNamespaces
+	}
 	for uid, until := range e.retryAt {
 		q, ok := e.applied[uid]
 		if !ok || !now.Before(until) {
 			continue
 		}
-		if pod := e.byUID[uid]; pod != nil && extension.QoSProtection(pod) == extension.NotProtected {
+		if pod := e.byUID[uid]; pod != nil && extension.QoSProtection(pod) == extension.NotProtected &&
+			!extension.IsProtectedNamespace(pod.Namespace, protectedNS...) {
 			next[uid] = q
 			if !e.policy.dryRun {
 				e.intents[uid] = resctl.Intent{CPUQuotaMilli: q, BelowOwnLimits: true}

@@ -592,3 +592,65 @@ func TestNewValidates(t *testing.T) {
 }
 
 func ptrDuration(d time.Duration) *time.Duration { return &d }
+
+// TestRefusedEvictionKeepsNoQuotaInAProtectedNamespace: a throttled Batch
+// pod whose eviction a PodDisruptionBudget refused keeps its quota while
+// the refusal runs out -- unless its namespace has meanwhile been put in
+// the NodeQOS spec.protectedNamespaces: then it is never throttled
+// (docs/design/node-qos.md#protected-pods), refusal or not.
+func TestRefusedEvictionKeepsNoQuotaInAProtectedNamespace(t *testing.T) {
+	w := newWorld(t)
+	starvedCPU(w, 5, nil)
+	w.nqs[0].Spec.CPU.ThrottlePercent = i32(40)
+	for _, p := range w.pods {
+		w.evictor.refuse[p.Name] = fmt.Errorf("wrapped: %w", executor.ErrEvictionBlocked)
+	}
+	for range 4 {
+		w.cycle()
+	}
+	w.ex.WaitForEvictions(t.Context())
+	w.cycle()
+	if len(w.evictor.callList()) == 0 || len(w.quotas()) == 0 {
+		t.Fatalf("want throttled pods whose evictions were refused: evictions asked %v, quotas %v", w.evictor.callList(), w.quotas())
+	}
+	protected := w.nqs[0].DeepCopy()
+	protected.Spec.ProtectedNamespaces = []string{w.pods[1].Namespace}
+	protected.ResourceVersion = "2"
+	w.nqs = []*v1alpha1.NodeQOS{protected}
+	w.cycle()
+	if q := w.quotas(); len(q) != 0 {
+		t.Errorf("quotas once the pods' namespace is protected = %v, want none", q)
+	}
+}
+
+// TestNoEvictionFromTheNodeSnapshot: right after a restart the agent sees
+// the node snapshot a previous run saved until its informers sync; the
+// pods and NodeQOS objects in it may be long out of date (an agent
+// reinstalled weeks later, a NodeQOS switched to dry run while the agent
+// was down). Memory over the snapshot's evict line evicts nothing until
+// the current view is there; then it does.
+func TestNoEvictionFromTheNodeSnapshot(t *testing.T) {
+	w := newWorld(t, nodeQOS("colo", func(s *v1alpha1.NodeQOSSpec) {
+		s.Memory = &v1alpha1.MemoryWaterlines{EvictPercent: i32(75)}
+	}))
+	w.addPod(resctltest.MakePod("prod").Band(extension.BandProd).Obj(), 0.1, 6)
+	w.addPod(batchPod("a", time.Hour), 0.1, 3)
+	w.nodeCPU, w.nodeMem = 1, 14
+	for range 3 {
+		w.clock.Step(time.Second)
+		s := w.snapshot()
+		s.FromNodeSnapshot = true
+		if err := w.ex.Cycle(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		w.ex.WaitForEvictions(t.Context())
+	}
+	if calls := w.evictor.callList(); len(calls) != 0 {
+		t.Errorf("evictions from the node snapshot: %v, want none", calls)
+	}
+	w.cycle()
+	w.ex.WaitForEvictions(t.Context())
+	if diff := cmp.Diff([]string{"a"}, w.evictor.callList()); diff != "" {
+		t.Errorf("evictions once the current view is there (-want +got):\n%s", diff)
+	}
+}

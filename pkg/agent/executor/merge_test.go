@@ -89,3 +89,32 @@ func TestRefusedMergeKeepsLastGoodLines(t *testing.T) {
 		t.Errorf("a fresh agent acted on an inverted merge: quotas %v, evictions %v", q, fresh.evictor.calls)
 	}
 }
+
+// TestNodeQOSListOrderIsNotAChange: the informer lists NodeQOS objects in
+// no fixed order. The same objects in another order are the same
+// waterlines: an inverted merge is reported once, not again every time the
+// order flips.
+func TestNodeQOSListOrderIsNotAChange(t *testing.T) {
+	throttle := nodeQOS("a-throttle", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{ThrottlePercent: i32(50)}
+	})
+	evict := nodeQOS("b-evict", func(s *v1alpha1.NodeQOSSpec) {
+		s.CPU = &v1alpha1.CPUWaterlines{EvictPercent: i32(30)}
+	})
+	w := newWorld(t, throttle, evict)
+	w.addPod(batchPod("a", time.Hour), 1.0, 1)
+	w.nodeCPU, w.nodeMem = 3.5, 5
+	for i := range 6 {
+		if i%2 == 0 {
+			w.nqs = []*v1alpha1.NodeQOS{throttle, evict}
+		} else {
+			w.nqs = []*v1alpha1.NodeQOS{evict, throttle}
+		}
+		w.clock.Step(time.Second)
+		_ = w.ex.Cycle(t.Context(), w.snapshot())
+	}
+	ev := w.events()
+	if n := countPrefix(ev, "Warning RefusedNodeQOSMerge"); n != 1 {
+		t.Errorf("RefusedNodeQOSMerge events = %d over six cycles listing the same two objects, want 1: %v", n, ev)
+	}
+}

@@ -39,8 +39,15 @@ func (b *tokenBucket) setRate(perMinute int32, now time.Time) {
 }
 
 func (b *tokenBucket) refill(now time.Time) {
-	if el := now.Sub(b.last); el > 0 {
+	el := now.Sub(b.last)
+	switch {
+	case el > 0:
 		b.tokens = min(float64(b.perMinute), b.tokens+el.Minutes()*float64(b.perMinute))
+		b.last = now
+	case el < 0:
+		// A last time ahead of now comes from a state file saved while
+		// the wall clock ran ahead: refill from now rather than not at
+		// all until the clock catches up.
 		b.last = now
 	}
 }

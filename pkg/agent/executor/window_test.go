@@ -90,3 +90,20 @@ func TestTokenBucket(t *testing.T) {
 		t.Errorf("tokens after lowering the rate to 1 = %v, want 1", b.tokens)
 	}
 }
+
+// TestTokenBucketRestoredFromTheFuture: a budget saved while the node's
+// clock ran ahead (then stepped back before the restart) must refill from
+// the restart, not stay frozen until the clock reaches the saved time --
+// memory relief would wait on it for as long as the clock was off.
+func TestTokenBucketRestoredFromTheFuture(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var b tokenBucket
+	b.restore(bucketState{PerMinute: 60, Tokens: 0, Last: t0.Add(time.Hour)})
+	b.setRate(60, t0)
+	if b.take(t0) {
+		t.Error("a token at the restart, want the saved empty budget")
+	}
+	if !b.take(t0.Add(2 * time.Second)) {
+		t.Error("no token 2 s after the restart at 60 a minute: the budget stays frozen until the saved time an hour ahead")
+	}
+}

@@ -153,28 +153,22 @@ func (r *Reconciler) saveMarks() error {
 }
 
 // markOf is what the marks must say of a pod given what its state says
-// differs from kubelet's values; prev keeps the first recorded original.
-func markOf(pod *corev1.Pod, st *podState, kubelet Limits, prev *Mark) *Mark {
+// differs from kubelet's values. The values are kubelet's for the pod as
+// it is now, as the Reconciler itself writes back when no intent remains:
+// after an in-place resize the value to release is the new limit, not the
+// one the pod had when it was first changed.
+func markOf(pod *corev1.Pod, st *podState, kubelet Limits) *Mark {
 	m := &Mark{Namespace: pod.Namespace, Name: pod.Name, Cgroup: st.cgroup}
 	if st.quota || len(st.containers) > 0 {
 		v := kubelet.CPUQuotaMilli
-		if prev != nil && prev.CPUQuotaMilli != nil {
-			v = *prev.CPUQuotaMilli
-		}
 		m.CPUQuotaMilli = &v
 	}
 	if st.shares {
 		v := kubelet.CPUShares
-		if prev != nil && prev.CPUShares != nil {
-			v = *prev.CPUShares
-		}
 		m.CPUShares = &v
 	}
 	if st.memory {
 		v := kubelet.MemoryBytes
-		if prev != nil && prev.MemoryBytes != nil {
-			v = *prev.MemoryBytes
-		}
 		m.MemoryBytes = &v
 	}
 	if len(st.containers) > 0 {
@@ -194,7 +188,7 @@ func (r *Reconciler) markAhead(logger klog.Logger, pod *corev1.Pod, st *podState
 		return
 	}
 	set(st)
-	want := markOf(pod, st, kubelet, r.marks[pod.UID])
+	want := markOf(pod, st, kubelet)
 	if prev := r.marks[pod.UID]; prev != nil && prev.equal(want) {
 		return
 	}
@@ -217,7 +211,7 @@ func (r *Reconciler) syncMark(pod *corev1.Pod, st *podState) {
 		// cycle for every pod, without building an empty mark.
 		return
 	}
-	want := markOf(pod, st, st.kubelet, prev)
+	want := markOf(pod, st, st.kubelet)
 	switch {
 	case want.empty() && prev == nil:
 	case want.empty():
@@ -238,7 +232,11 @@ func stateFromMark(m *Mark) *podState {
 		shares:     m.CPUShares != nil,
 		memory:     m.MemoryBytes != nil,
 		containers: maps.Clone(m.Containers),
-		healed:     true,
+		// Containers marked lowered may be so while the pod's quota is
+		// already kubelet's (a kill between the two writes on v1): give
+		// them theirs back even when the pod's quota needs no write.
+		retryContainers: len(m.Containers) > 0,
+		healed:          true,
 	}
 }
 

@@ -518,6 +518,11 @@ func (r *Reconciler) setQuota(logger klog.Logger, pod *corev1.Pod, st *podState,
 		}
 	}
 	if _, err := r.layout.SetCPUQuota(cg, target); err != nil {
+		if v1 && lowering && len(st.containers) > 0 {
+			// The containers went down but the pod did not: should the
+			// intent go, the pod's quota is right and only they are not.
+			st.retryContainers = true
+		}
 		return fmt.Errorf("setting CPU quota to %s: %w", quotaString(milli), err)
 	}
 	if v1 && !lowering {

@@ -403,12 +403,12 @@ func TestSharesAndMemory(t *testing.T) {
 			f.mustCycle()
 			shares, mem := read()
 			if v == cgroups.V2 {
-				// cpu.weight 59: ⌈10^((9² + 125×9)/612 − 7/34)⌉ = ⌈58.2⌉
-				// for 512 = 2^9.
+				// cpu.weight 20: kubelet's 1 + ⌊510 × 9999 / 262142⌋
+				// for 512 shares.
 				b, err := os.ReadFile(f.layout.Path(cgroups.ControllerCPU, pc.pod) + "/cpu.weight")
 				must(t, err)
-				if got := strings.TrimSpace(string(b)); got != "59" {
-					t.Errorf("cpu.weight = %s, want 59", got)
+				if got := strings.TrimSpace(string(b)); got != "20" {
+					t.Errorf("cpu.weight = %s, want 20", got)
 				}
 			} else if shares != 512 {
 				t.Errorf("cpu.shares = %d, want 512", shares)

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,8 +28,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/agent"
 	"github.com/waterline-dev/waterline/pkg/agent/resctl"
+	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/core/tiers"
 )
 
@@ -61,6 +64,12 @@ type Enforcer struct {
 	// binding remembers whether the band cap held any pod below its limit
 	// last cycle, to log when that changes.
 	binding bool
+	// protectedNS are the spec.protectedNamespaces of the NodeQOS objects
+	// selecting the node, kept while the Node and NodeQOS objects they
+	// came from are the same.
+	protectedNS     []string
+	protectedNSNode *corev1.Node
+	protectedNSFrom []*v1alpha1.NodeQOS
 }
 
 type cachedTier struct {
@@ -101,6 +110,7 @@ func (e *Enforcer) Cycle(ctx context.Context, s *agent.Snapshot) error {
 	e.memberUIDs = e.memberUIDs[:0]
 	var reserved int64
 	clear(e.seen)
+	protectedNS := e.protectedNamespaces(s)
 	for _, pod := range s.Pods {
 		e.seen[pod.UID] = struct{}{}
 		c, hit := e.tiers[pod.UID]
@@ -119,10 +129,11 @@ func (e *Enforcer) Cycle(ctx context.Context, s *agent.Snapshot) error {
 		if t.BatchCPURequestMilli <= 0 {
 			continue
 		}
-		if extension.QoSProtection(pod) != extension.NotProtected {
+		if extension.QoSProtection(pod) != extension.NotProtected || extension.IsProtectedNamespace(pod.Namespace, protectedNS...) {
 			// Never held below its own limit (a DaemonSet, a Prod pod
-			// asking batch-cpu, a pod on its way out): it keeps what it
-			// asked for, taken off the allocatable first.
+			// asking batch-cpu, a pod on its way out, a pod of a
+			// namespace the NodeQOS protects): it keeps what it asked
+			// for, taken off the allocatable first.
 			reserved += max(t.CPULimitMilli, t.CPURequestMilli)
 			continue
 		}
@@ -155,6 +166,46 @@ func (e *Enforcer) Cycle(ctx context.Context, s *agent.Snapshot) error {
 	e.rc.SetIntents(SourceTier, e.tier)
 	e.rc.SetIntents(SourceBatchBand, e.band)
 	return nil
+}
+
+// protectedNamespaces returns the spec.protectedNamespaces of the NodeQOS
+// objects selecting the node (docs/design/node-qos.md#protected-pods): the
+// band cap holds pods below their own limits, which node QoS never does to
+// pods of those namespaces. Informer objects are replaced, never changed,
+// on update, so the same pointers select the same namespaces.
+func (e *Enforcer) protectedNamespaces(s *agent.Snapshot) []string {
+	if s.Node == nil {
+		return nil
+	}
+	if s.Node == e.protectedNSNode && sameObjects(s.NodeQOSes, e.protectedNSFrom) {
+		return e.protectedNS
+	}
+	all := make([]v1alpha1.NodeQOS, len(s.NodeQOSes))
+	for i, nq := range s.NodeQOSes {
+		all[i] = *nq
+	}
+	selected, _ := qos.SelectNodeQOS(all, s.Node.Labels)
+	var ns []string
+	for _, nq := range selected {
+		ns = append(ns, nq.Spec.ProtectedNamespaces...)
+	}
+	e.protectedNS, e.protectedNSNode, e.protectedNSFrom = ns, s.Node, slices.Clone(s.NodeQOSes)
+	return ns
+}
+
+// sameObjects reports whether a and b hold the same objects in any order
+// (an informer lists them in no fixed order); a and b are a handful of
+// NodeQOS objects, without duplicates.
+func sameObjects(a, b []*v1alpha1.NodeQOS) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, o := range a {
+		if !slices.Contains(b, o) {
+			return false
+		}
+	}
+	return true
 }
 
 // batchAllocatable is the node's allocatable batch-cpu in millicores, and
