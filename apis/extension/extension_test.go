@@ -107,6 +107,9 @@ func TestQoSProtection(t *testing.T) {
 		{"prod priority asking batch-cpu", makePod(priority(9500), tier(ResourceBatchCPU)), ProtectedBand},
 		{"batch-cpu pod without priority is a candidate", makePod(tier(ResourceBatchCPU)), NotProtected},
 		{"batch DaemonSet pod", makePod(priority(5500), owner("DaemonSet")), ProtectedDaemonSet},
+		{"batch pod listing a DaemonSet owner that is not its controller", makePod(priority(5500), func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "j", Controller: ptr.To(true)}, {Kind: "DaemonSet", Name: "d"}}
+		}), ProtectedDaemonSet},
 		{"batch pod of a Job is a candidate", makePod(priority(5500), owner("Job")), NotProtected},
 		{"mirror pod", makePod(priority(5500), annotation(corev1.MirrorPodAnnotationKey, "x")), ProtectedStaticOrMirror},
 		{"static pod by config source", makePod(priority(5500), annotation("kubernetes.io/config.source", "file")), ProtectedStaticOrMirror},

@@ -81,10 +81,18 @@ func QoSProtection(pod *corev1.Pod) ProtectionReason {
 	return NotProtected
 }
 
-// IsDaemonSetPod reports whether a DaemonSet controls the pod.
+// IsDaemonSetPod reports whether a DaemonSet owns the pod: any owner
+// reference of kind DaemonSet, controller or not, as Koordinator's
+// LoadAware and the descheduler read it. The DaemonSet controller marks its
+// reference as the controller; a pod that lists a DaemonSet otherwise is
+// protected all the same, the safe side.
 func IsDaemonSetPod(pod *corev1.Pod) bool {
-	owner := metav1.GetControllerOfNoCopy(pod)
-	return owner != nil && owner.Kind == "DaemonSet"
+	for i := range pod.OwnerReferences {
+		if pod.OwnerReferences[i].Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
 }
 
 // IsStaticOrMirrorPod reports whether the pod is a kubelet static pod or its
