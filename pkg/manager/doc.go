@@ -15,8 +15,9 @@ limitations under the License.
 */
 
 // Package manager holds waterline-manager's controllers (the NodeMetric
-// lifecycle, tier allocatable) and admission webhooks (colocation profiles,
-// priority-class quota), one subpackage each. cmd/waterline-manager wires
+// lifecycle, tier allocatable, NodeQOS and ColocationPolicy status) and
+// admission webhooks (colocation profiles, priority-class quota), one
+// subpackage each. cmd/waterline-manager wires
 // them into a controller-runtime manager.
 //
 // The RBAC markers below cover what the manager itself needs beyond its
