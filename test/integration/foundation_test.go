@@ -246,9 +246,13 @@ func TestNodeMetricStatusRoundTrip(t *testing.T) {
 	if len(updated.Status.PodsMetric) != 1 {
 		t.Errorf("a spec update changed status.podsMetric: %v", updated.Status.PodsMetric)
 	}
-	// Schema defaults fill the collect policy.
-	if got := ptr.Deref(updated.Spec.CollectPolicy.AggregateDurationSeconds, 0); got != waterlinev1alpha1.DefaultAggregateDurationSeconds {
-		t.Errorf("aggregateDurationSeconds defaulted to %d, want %d", got, waterlinev1alpha1.DefaultAggregateDurationSeconds)
+	// The schema stores no defaults (a pool ColocationPolicy would then
+	// override every field of the default policy's); readers apply Go's.
+	if got := updated.Spec.CollectPolicy.AggregateDurationSeconds; got != nil {
+		t.Errorf("aggregateDurationSeconds stored as %d, want it left unset", *got)
+	}
+	if got := *waterlinev1alpha1.CollectPolicyWithDefaults(updated.Spec.CollectPolicy).AggregateDurationSeconds; got != waterlinev1alpha1.DefaultAggregateDurationSeconds {
+		t.Errorf("aggregateDurationSeconds read as %d, want the default %d", got, waterlinev1alpha1.DefaultAggregateDurationSeconds)
 	}
 }
 
