@@ -104,12 +104,15 @@ type ColocationProfile struct {
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// NamespaceSelector selects pods by the labels of their namespace.
-	// Unset matches every namespace.
+	// Unset matches every namespace. A selector that would not parse (an
+	// unknown operator, In without values, a key that is not a label key)
+	// is refused.
 	// +optional
-	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	NamespaceSelector *LabelSelector `json:"namespaceSelector,omitempty"`
 	// Selector selects pods by their labels. Unset matches every pod.
+	// Checked as NamespaceSelector is.
 	// +optional
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	Selector *LabelSelector `json:"selector,omitempty"`
 	// Band given to matching pods (the waterline.dev/band label). For mid and
 	// batch the containers' cpu and memory are rewritten into the tier's
 	// extended resources.
@@ -132,9 +135,10 @@ type ColocationPolicySpec struct {
 	// must leave it empty and applies to every node; another policy's
 	// fields override the default's on the nodes it selects. When several
 	// non-default policies select a node, the one with the highest
-	// precedence wins, then the first by name.
+	// precedence wins, then the first by name. A selector that would not
+	// parse is refused.
 	// +optional
-	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	NodeSelector *LabelSelector `json:"nodeSelector,omitempty"`
 	// Precedence orders pool policies that select the same node.
 	// +optional
 	Precedence int32 `json:"precedence,omitempty"`

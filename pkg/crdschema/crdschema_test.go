@@ -86,6 +86,48 @@ func TestAdmit(t *testing.T) {
 		name: "a wrong type", schema: policy, kind: "ColocationPolicy",
 		spec: "  tiers: {batchCPUThresholdPercent: high}\n",
 		want: []string{"nodeQOS.spec.tiers.batchCPUThresholdPercent"},
+	}, {
+		name: "a valid profile's selectors", schema: policy, kind: "ColocationPolicy",
+		spec: "  profiles:\n  - name: p\n    band: batch\n" +
+			"    namespaceSelector: {matchLabels: {waterline.dev/colocation: batch, team: ''}, matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [a, b]}]}\n" +
+			"    selector: {matchExpressions: [{key: app, operator: Exists}]}\n",
+	}, {
+		name: "an operator in lower case", schema: policy, kind: "ColocationPolicy",
+		spec: "  profiles:\n  - name: p\n    band: batch\n    namespaceSelector: {matchExpressions: [{key: team, operator: in, values: [data]}]}\n",
+		want: []string{"nodeQOS.spec.profiles[0].namespaceSelector.matchExpressions[0].operator"}, detail: `supported values: "In", "NotIn", "Exists", "DoesNotExist"`,
+	}, {
+		name: "In without values", schema: policy, kind: "ColocationPolicy",
+		spec: "  profiles:\n  - name: p\n    band: batch\n    selector: {matchExpressions: [{key: app, operator: In}]}\n",
+		want: []string{"nodeQOS.spec.profiles[0].selector.matchExpressions[0].values"}, detail: "need at least one value",
+	}, {
+		name: "Exists with values", schema: policy, kind: "ColocationPolicy",
+		spec: "  profiles:\n  - name: p\n    band: batch\n    selector: {matchExpressions: [{key: app, operator: Exists, values: [x]}]}\n",
+		want: []string{"nodeQOS.spec.profiles[0].selector.matchExpressions[0].values"}, detail: "take no values",
+	}, {
+		name: "too many expressions", schema: policy, kind: "ColocationPolicy",
+		spec: "  profiles:\n  - name: p\n    band: batch\n    selector: {matchExpressions: [" +
+			strings.Repeat("{key: app, operator: Exists}, ", 32) + "{key: app, operator: Exists}]}\n",
+		want: []string{"nodeQOS.spec.profiles[0].selector.matchExpressions"}, detail: "must have at most 32 items",
+	}, {
+		name: "a key that is not a label key", schema: policy, kind: "ColocationPolicy",
+		spec: "  profiles:\n  - name: p\n    band: batch\n    selector: {matchExpressions: [{key: 'app name', operator: Exists}]}\n",
+		want: []string{"nodeQOS.spec.profiles[0].selector.matchExpressions[0].key"},
+	}, {
+		name: "a prefix longer than 253", schema: policy, kind: "ColocationPolicy",
+		spec: "  profiles:\n  - name: p\n    band: batch\n    selector: {matchExpressions: [{key: " + strings.Repeat("a", 254) + "/b, operator: Exists}]}\n",
+		want: []string{"nodeQOS.spec.profiles[0].selector.matchExpressions[0].key"}, detail: "at most 253",
+	}, {
+		name: "a value that is not a label value", schema: policy, kind: "ColocationPolicy",
+		spec: "  profiles:\n  - name: p\n    band: batch\n    selector: {matchExpressions: [{key: app, operator: In, values: [ok, -bad]}]}\n",
+		want: []string{"nodeQOS.spec.profiles[0].selector.matchExpressions[0].values[1]"},
+	}, {
+		name: "a label key that is not a label key", schema: policy, kind: "ColocationPolicy",
+		spec: "  profiles:\n  - name: p\n    band: batch\n    namespaceSelector: {matchLabels: {'team/': data}}\n",
+		want: []string{"nodeQOS.spec.profiles[0].namespaceSelector.matchLabels"}, detail: "every key must be a label key",
+	}, {
+		name: "a label value too long", schema: policy, kind: "ColocationPolicy",
+		spec: "  profiles:\n  - name: p\n    band: batch\n    namespaceSelector: {matchLabels: {team: " + strings.Repeat("d", 64) + "}}\n",
+		want: []string{"nodeQOS.spec.profiles[0].namespaceSelector.matchLabels.team"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -253,7 +253,7 @@ func DefaultColocationPolicies() []v1alpha1.ColocationPolicy {
 	profile := func(ns string, band extension.Band, class string) v1alpha1.ColocationProfile {
 		return v1alpha1.ColocationProfile{
 			Name:              ns,
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{corev1.LabelMetadataName: v1alpha1.LabelValue(ns)}},
 			Band:              string(band),
 			PriorityClassName: class,
 		}

@@ -139,7 +139,7 @@ func startSystem(t *testing.T) *system {
 			Tiers: &v1alpha1.TierPolicy{BatchCPUThresholdPercent: ptr.To[int32](100), BatchMemoryThresholdPercent: ptr.To[int32](90)},
 			Profiles: []v1alpha1.ColocationProfile{{
 				Name:              "batch",
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"colocation": "batch"}},
+				NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"colocation": "batch"}},
 				Band:              "batch",
 				PriorityClassName: "waterline-batch",
 				SchedulerName:     testutil.SchedulerName,

@@ -66,6 +66,14 @@ func TestOfflineAdmissionAgreesWithTheServer(t *testing.T) {
 		{"a threshold over 100", "ColocationPolicy", "{tiers: {batchCPUThresholdPercent: 500}}", []string{"spec.tiers.batchCPUThresholdPercent"}},
 		{"the mixed Mid variant", "ColocationPolicy", "{tiers: {midIncludeUnallocated: true}}", []string{"spec.tiers.midIncludeUnallocated"}},
 		{"an unknown model", "ColocationPolicy", "{predictPolicy: {model: Crystal}}", []string{"spec.predictPolicy.model"}},
+		{"selectors of a pool and a profile", "ColocationPolicy", "{nodeSelector: {matchExpressions: [{key: pool, operator: In, values: [a]}]}, profiles: [{name: p, band: batch, namespaceSelector: {matchLabels: {team: data}}, selector: {matchExpressions: [{key: example.com/app, operator: Exists}]}}]}", nil},
+		{"an operator in lower case", "ColocationPolicy", "{profiles: [{name: p, band: batch, namespaceSelector: {matchExpressions: [{key: team, operator: in, values: [data]}]}}]}", []string{"spec.profiles[0].namespaceSelector.matchExpressions[0].operator"}},
+		{"In without values", "ColocationPolicy", "{profiles: [{name: p, band: batch, selector: {matchExpressions: [{key: app, operator: In}]}}]}", []string{"spec.profiles[0].selector.matchExpressions[0].values"}},
+		{"Exists with values", "ColocationPolicy", "{nodeSelector: {matchExpressions: [{key: pool, operator: Exists, values: [a]}]}}", []string{"spec.nodeSelector.matchExpressions[0].values"}},
+		{"33 expressions", "ColocationPolicy", "{nodeSelector: {matchExpressions: [" + strings.Repeat("{key: pool, operator: Exists}, ", 32) + "{key: pool, operator: Exists}]}}", []string{"spec.nodeSelector.matchExpressions"}},
+		{"a key that is not a label key", "ColocationPolicy", "{profiles: [{name: p, band: batch, selector: {matchExpressions: [{key: 'a b', operator: Exists}]}}]}", []string{"spec.profiles[0].selector.matchExpressions[0].key"}},
+		{"a matchLabels key that is not a label key", "ColocationPolicy", "{profiles: [{name: p, band: batch, selector: {matchLabels: {'a b': c}}}]}", []string{"spec.profiles[0].selector.matchLabels"}},
+		{"a matchLabels value that is not a label value", "ColocationPolicy", "{profiles: [{name: p, band: batch, selector: {matchLabels: {a: 'b c'}}}]}", []string{"spec.profiles[0].selector.matchLabels.a"}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

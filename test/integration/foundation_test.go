@@ -172,7 +172,7 @@ func TestColocationPolicyDefaultHasNoSelector(t *testing.T) {
 	_, err := client.Create(t.Context(), &waterlinev1alpha1.ColocationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: waterlinev1alpha1.DefaultColocationPolicyName},
 		Spec: waterlinev1alpha1.ColocationPolicySpec{
-			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}},
+			NodeSelector: &waterlinev1alpha1.LabelSelector{MatchLabels: map[string]waterlinev1alpha1.LabelValue{"pool": "a"}},
 		},
 	}, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "spec.nodeSelector") {
@@ -181,7 +181,7 @@ func TestColocationPolicyDefaultHasNoSelector(t *testing.T) {
 	_, err = client.Create(t.Context(), &waterlinev1alpha1.ColocationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "pool-a"},
 		Spec: waterlinev1alpha1.ColocationPolicySpec{
-			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}},
+			NodeSelector: &waterlinev1alpha1.LabelSelector{MatchLabels: map[string]waterlinev1alpha1.LabelValue{"pool": "a"}},
 			Tiers:        &waterlinev1alpha1.TierPolicy{MidCPUThresholdPercent: ptr.To[int32](150)},
 		},
 	}, metav1.CreateOptions{})

@@ -52,7 +52,7 @@ func TestNodeMetricLifecycle(t *testing.T) {
 		_, err := wlClient.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "pool-a"},
 			Spec: v1alpha1.ColocationPolicySpec{
-				NodeSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}},
+				NodeSelector:  &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"pool": "a"}},
 				PredictPolicy: &v1alpha1.PredictPolicy{Model: v1alpha1.PredictBorgDefault},
 			},
 		}, metav1.CreateOptions{})

@@ -53,7 +53,7 @@ func TestPoolPolicyOverridesFieldByField(t *testing.T) {
 		_, err := wl.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
 			Spec: v1alpha1.ColocationPolicySpec{
-				NodeSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "gpu"}},
+				NodeSelector:  &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"pool": "gpu"}},
 				Tiers:         &v1alpha1.TierPolicy{ReclaimRatioPercent: ptr.To[int32](80)},
 				PredictPolicy: &v1alpha1.PredictPolicy{N: ptr.To[int32](5)},
 			},

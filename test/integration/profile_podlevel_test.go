@@ -45,7 +45,7 @@ func TestColocationProfilePodLevelResources(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: v1alpha1.ColocationPolicySpec{Profiles: []v1alpha1.ColocationProfile{{
 			Name:              "data-batch",
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}},
+			NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "data"}},
 			Band:              "batch",
 		}}},
 	}, metav1.CreateOptions{}); err != nil {

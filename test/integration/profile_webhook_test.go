@@ -65,7 +65,7 @@ func TestColocationProfileWebhook(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: v1alpha1.ColocationPolicySpec{Profiles: []v1alpha1.ColocationProfile{{
 			Name:              "data-batch",
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}},
+			NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "data"}},
 			Band:              "batch",
 			PriorityClassName: "waterline-batch",
 			SchedulerName:     "waterline-scheduler",

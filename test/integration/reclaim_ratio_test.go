@@ -53,7 +53,7 @@ func TestNodeMetricCarriesTheReclaimRatio(t *testing.T) {
 		_, err := wlClient.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "pool-a"},
 			Spec: v1alpha1.ColocationPolicySpec{
-				NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}},
+				NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"pool": "a"}},
 				Tiers:        &v1alpha1.TierPolicy{ReclaimRatioPercent: ptr.To[int32](60)},
 			},
 		}, metav1.CreateOptions{})

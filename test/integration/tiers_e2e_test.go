@@ -67,7 +67,7 @@ func TestTiersBatchPodsLandOnlyWhereBatchFits(t *testing.T) {
 			Tiers: &v1alpha1.TierPolicy{BatchCPUThresholdPercent: ptr.To[int32](50), BatchMemoryThresholdPercent: ptr.To[int32](50)},
 			Profiles: []v1alpha1.ColocationProfile{{
 				Name:              "data-batch",
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}},
+				NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "data"}},
 				Band:              "batch",
 				PriorityClassName: "waterline-batch",
 				SchedulerName:     testutil.SchedulerName,

@@ -41,7 +41,7 @@ func TestTierPoolPolicyChanges(t *testing.T) {
 		_, err := wl.ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
 			Spec: v1alpha1.ColocationPolicySpec{
-				NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "gpu"}},
+				NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"pool": "gpu"}},
 				Tiers:        &v1alpha1.TierPolicy{Enabled: ptr.To(false)},
 			},
 		}, metav1.CreateOptions{})

@@ -76,7 +76,7 @@ func TestColocationWebhookFailsSafe(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: v1alpha1.ColocationPolicySpec{Profiles: []v1alpha1.ColocationProfile{{
 			Name:              "data-batch",
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}},
+			NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "data"}},
 			Band:              "batch",
 			PriorityClassName: "waterline-batch",
 		}}},
@@ -184,7 +184,7 @@ func TestColocationWebhookIgnoreAdmitsWhenDown(t *testing.T) {
 	if _, err := c.Waterline.WaterlineV1alpha1().ColocationPolicies().Create(ctx, &v1alpha1.ColocationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: v1alpha1.ColocationPolicySpec{Profiles: []v1alpha1.ColocationProfile{{
-			Name: "data-batch", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}, Band: "batch",
+			Name: "data-batch", NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "data"}}, Band: "batch",
 		}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ package app
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -188,10 +189,20 @@ func TestChartRefusesWhatTheCRDsRefuse(t *testing.T) {
 			}
 			want, _, _ := strings.Cut(strings.TrimPrefix(strings.SplitN(string(body), "\n", 2)[0], "# want: "), " ")
 			if strings.HasPrefix(want, "at") {
-				// A values.schema.json refusal: "at '/nodeQOS/spec/cpu/x'".
+				// A values.schema.json refusal: "at '/nodeQOS/spec/cpu/x'",
+				// a list index as in "/profiles/0/name" (profiles[0].name).
 				_, after, _ := strings.Cut(strings.SplitN(string(body), "\n", 2)[0], "'/")
 				path, _, _ := strings.Cut(after, "'")
-				want = strings.ReplaceAll(path, "/", ".")
+				want = ""
+				for i, part := range strings.Split(path, "/") {
+					if _, err := strconv.Atoi(part); err == nil {
+						want += "[" + part + "]"
+					} else if i == 0 {
+						want = part
+					} else {
+						want += "." + part
+					}
+				}
 			}
 			_, err = loadChartValues(t.Context(), file)
 			if err == nil {

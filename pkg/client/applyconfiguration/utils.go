@@ -48,6 +48,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apisv1alpha1.CPUWaterlinesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EvictionPolicy"):
 		return &apisv1alpha1.EvictionPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelector"):
+		return &apisv1alpha1.LabelSelectorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelectorRequirement"):
+		return &apisv1alpha1.LabelSelectorRequirementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MemoryWaterlines"):
 		return &apisv1alpha1.MemoryWaterlinesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodeMetric"):

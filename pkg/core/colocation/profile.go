@@ -63,11 +63,11 @@ func Match(profiles []v1alpha1.ColocationProfile, nsLabels, podLabels map[string
 	return nil, nil
 }
 
-func selects(sel *metav1.LabelSelector, lbls map[string]string) (bool, error) {
+func selects(sel *v1alpha1.LabelSelector, lbls map[string]string) (bool, error) {
 	if sel == nil {
 		return true, nil
 	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
+	s, err := metav1.LabelSelectorAsSelector(sel.AsMetav1())
 	if err != nil {
 		return false, err
 	}

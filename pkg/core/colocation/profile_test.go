@@ -42,12 +42,12 @@ func rl(kv ...string) corev1.ResourceList {
 func TestMatch(t *testing.T) {
 	profiles := []v1alpha1.ColocationProfile{
 		{Name: "spark", Band: "batch",
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}},
-			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spark"}}},
+			NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "data"}},
+			Selector:          &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"app": "spark"}}},
 		{Name: "data-ns", Band: "mid",
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}},
+			NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "data"}}},
 		{Name: "free-label", Band: "free",
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "free"}}},
+			Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "free"}}},
 	}
 	tests := []struct {
 		name      string
@@ -76,7 +76,7 @@ func TestMatch(t *testing.T) {
 		})
 	}
 	bad := []v1alpha1.ColocationProfile{{Name: "broken", Band: "batch",
-		Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Maybe"}}}}}
+		Selector: &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{{Key: "a", Operator: "Maybe"}}}}}
 	if _, err := Match(bad, nil, nil); err == nil || !strings.Contains(err.Error(), `profile "broken"`) {
 		t.Errorf("Match(invalid selector) error = %v, want one naming the profile", err)
 	}

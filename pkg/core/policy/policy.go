@@ -120,7 +120,7 @@ func Selects(p *v1alpha1.ColocationPolicy, nodeLabels labels.Set) (bool, error) 
 	if p.Spec.NodeSelector == nil {
 		return false, nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+	sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector.AsMetav1())
 	if err != nil {
 		return false, &SelectorError{Policy: p.Name, Err: err}
 	}

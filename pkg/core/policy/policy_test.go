@@ -26,13 +26,13 @@ import (
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 )
 
-func pol(name string, precedence int32, sel map[string]string, tiers *v1alpha1.TierPolicy, collect *v1alpha1.NodeMetricCollectPolicy) *v1alpha1.ColocationPolicy {
+func pol(name string, precedence int32, sel map[string]v1alpha1.LabelValue, tiers *v1alpha1.TierPolicy, collect *v1alpha1.NodeMetricCollectPolicy) *v1alpha1.ColocationPolicy {
 	p := &v1alpha1.ColocationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       v1alpha1.ColocationPolicySpec{Precedence: precedence, Tiers: tiers, CollectPolicy: collect},
 	}
 	if sel != nil {
-		p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: sel}
+		p.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: sel}
 	}
 	return p
 }
@@ -41,15 +41,15 @@ func TestForNode(t *testing.T) {
 	def := pol("default", 0, nil,
 		&v1alpha1.TierPolicy{MidCPUThresholdPercent: ptr.To[int32](40), BatchCPUThresholdPercent: ptr.To[int32](70)},
 		&v1alpha1.NodeMetricCollectPolicy{ReportIntervalSeconds: ptr.To[int64](30)})
-	poolA := pol("pool-a", 0, map[string]string{"pool": "a"},
+	poolA := pol("pool-a", 0, map[string]v1alpha1.LabelValue{"pool": "a"},
 		&v1alpha1.TierPolicy{MidCPUThresholdPercent: ptr.To[int32](10)}, nil)
-	poolAHigh := pol("pool-a-high", 5, map[string]string{"pool": "a"},
+	poolAHigh := pol("pool-a-high", 5, map[string]v1alpha1.LabelValue{"pool": "a"},
 		&v1alpha1.TierPolicy{BatchCPUThresholdPercent: ptr.To[int32](50)}, nil)
 	noSelector := pol("no-selector", 100, nil, &v1alpha1.TierPolicy{MidCPUThresholdPercent: ptr.To[int32](99)}, nil)
 	bad := &v1alpha1.ColocationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "bad"},
-		Spec: v1alpha1.ColocationPolicySpec{Precedence: 1000, NodeSelector: &metav1.LabelSelector{
-			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "pool", Operator: "Sometimes"}},
+		Spec: v1alpha1.ColocationPolicySpec{Precedence: 1000, NodeSelector: &v1alpha1.LabelSelector{
+			MatchExpressions: []v1alpha1.LabelSelectorRequirement{{Key: "pool", Operator: "Sometimes"}},
 		}},
 	}
 
@@ -147,7 +147,7 @@ func TestForNodeDoesNotAliasInputs(t *testing.T) {
 func TestForNodeOverlaysEveryField(t *testing.T) {
 	def := pol("default", 0, nil, v1alpha1.TierPolicyWithDefaults(nil), v1alpha1.CollectPolicyWithDefaults(nil))
 	def.Spec.PredictPolicy = v1alpha1.PredictPolicyWithDefaults(nil)
-	pool := pol("pool", 0, map[string]string{"pool": "a"},
+	pool := pol("pool", 0, map[string]v1alpha1.LabelValue{"pool": "a"},
 		&v1alpha1.TierPolicy{
 			Enabled: ptr.To(false), MidCPUThresholdPercent: ptr.To[int32](11), MidMemoryThresholdPercent: ptr.To[int32](12),
 			ReclaimRatioPercent: ptr.To[int32](13), BatchCPUThresholdPercent: ptr.To[int32](14), BatchMemoryThresholdPercent: ptr.To[int32](15),

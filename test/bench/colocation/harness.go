@@ -144,7 +144,7 @@ var BatchNamespaceLabels = map[string]string{"waterline.dev/colocation": "batch"
 func BatchProfile() v1alpha1.ColocationProfile {
 	return v1alpha1.ColocationProfile{
 		Name:              "colobench-batch",
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: BatchNamespaceLabels},
+		NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"waterline.dev/colocation": "batch"}},
 		Band:              string(extension.BandBatch),
 		PriorityClassName: "waterline-batch",
 		SchedulerName:     "waterline-scheduler",

@@ -25,7 +25,9 @@ limitations under the License.
 // It must never widen what the webhooks see beyond the profiles, except to
 // make a broken profile visible: a profile whose selector does not parse
 // gets an entry without that selector, and the handler refuses the pods it
-// sees with the reason.
+// sees with the reason. The CRD's schema refuses such selectors
+// (v1alpha1.LabelSelector), so only a policy stored under an earlier
+// schema can take that path (docs/design/tiers.md, "Selectors").
 package configuration
 
 import (
@@ -112,8 +114,8 @@ func (c Colocation) Webhooks(profiles []v1alpha1.ColocationProfile, caBundle []b
 			ReinvocationPolicy: ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
 			SideEffects:        ptr.To(admissionregistrationv1.SideEffectClassNone),
 			TimeoutSeconds:     ptr.To(c.TimeoutSeconds),
-			NamespaceSelector:  c.namespaceSelector(p.NamespaceSelector),
-			ObjectSelector:     selectorOrAll(p.Selector),
+			NamespaceSelector:  c.namespaceSelector(p.NamespaceSelector.AsMetav1()),
+			ObjectSelector:     selectorOrAll(p.Selector.AsMetav1()),
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule: admissionregistrationv1.Rule{

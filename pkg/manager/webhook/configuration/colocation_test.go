@@ -44,14 +44,16 @@ func TestWebhooksFollowProfiles(t *testing.T) {
 	}{
 		{"no profile, no entry", nil, []entry{}},
 		{"selectors carried over", []v1alpha1.ColocationProfile{
-			{Name: "Data Batch", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spark"}}},
+			{Name: "Data Batch", NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "data"}}, Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"app": "spark"}}},
 			{Name: "free"},
 		}, []entry{
 			{"data-batch.colocation-profile.waterline.dev", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}, MatchExpressions: exclusions}, &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spark"}}},
 			{"free.colocation-profile.waterline.dev", &metav1.LabelSelector{MatchExpressions: exclusions}, &metav1.LabelSelector{}},
 		}},
+		// The schema refuses such a selector (v1alpha1.LabelSelector); one
+		// that got past it (stored under an earlier schema) still widens.
 		{"a broken selector widens so the handler can refuse with the reason", []v1alpha1.ColocationProfile{
-			{Name: "bad", Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Maybe"}}}},
+			{Name: "bad", Selector: &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{{Key: "a", Operator: "Maybe"}}}},
 			{Name: "bad"},
 		}, []entry{
 			{"bad.colocation-profile.waterline.dev", &metav1.LabelSelector{MatchExpressions: exclusions}, &metav1.LabelSelector{}},

@@ -49,7 +49,7 @@ func TestHandlerLeavesAppliedProfileAlone(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"team": "data"}}},
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "waterline-batch"}, Value: 5500},
 		&v1alpha1.ColocationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ColocationPolicySpec{Profiles: []v1alpha1.ColocationProfile{
-			{Name: "first", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}, Band: "batch", PriorityClassName: "waterline-batch"},
+			{Name: "first", NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "data"}}, Band: "batch", PriorityClassName: "waterline-batch"},
 			{Name: "second", Band: "batch", PriorityClassName: "waterline-batch"},
 		}}},
 	).Build()

@@ -18,10 +18,6 @@ limitations under the License.
 
 package v1alpha1
 
-import (
-	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
-)
-
 // ColocationPolicySpecApplyConfiguration represents a declarative configuration of the ColocationPolicySpec type for use
 // with apply.
 //
@@ -31,8 +27,9 @@ type ColocationPolicySpecApplyConfiguration struct {
 	// must leave it empty and applies to every node; another policy's
 	// fields override the default's on the nodes it selects. When several
 	// non-default policies select a node, the one with the highest
-	// precedence wins, then the first by name.
-	NodeSelector *v1.LabelSelectorApplyConfiguration `json:"nodeSelector,omitempty"`
+	// precedence wins, then the first by name. A selector that would not
+	// parse is refused.
+	NodeSelector *LabelSelectorApplyConfiguration `json:"nodeSelector,omitempty"`
 	// Precedence orders pool policies that select the same node.
 	Precedence *int32 `json:"precedence,omitempty"`
 	// Tiers is the Mid/Batch over-commitment policy.
@@ -56,7 +53,7 @@ func ColocationPolicySpec() *ColocationPolicySpecApplyConfiguration {
 // WithNodeSelector sets the NodeSelector field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the NodeSelector field is set to the value of the last call.
-func (b *ColocationPolicySpecApplyConfiguration) WithNodeSelector(value *v1.LabelSelectorApplyConfiguration) *ColocationPolicySpecApplyConfiguration {
+func (b *ColocationPolicySpecApplyConfiguration) WithNodeSelector(value *LabelSelectorApplyConfiguration) *ColocationPolicySpecApplyConfiguration {
 	b.NodeSelector = value
 	return b
 }

@@ -18,10 +18,6 @@ limitations under the License.
 
 package v1alpha1
 
-import (
-	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
-)
-
 // ColocationProfileApplyConfiguration represents a declarative configuration of the ColocationProfile type for use
 // with apply.
 //
@@ -31,10 +27,13 @@ type ColocationProfileApplyConfiguration struct {
 	// Name identifies the profile in the pod annotation that records it.
 	Name *string `json:"name,omitempty"`
 	// NamespaceSelector selects pods by the labels of their namespace.
-	// Unset matches every namespace.
-	NamespaceSelector *v1.LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
+	// Unset matches every namespace. A selector that would not parse (an
+	// unknown operator, In without values, a key that is not a label key)
+	// is refused.
+	NamespaceSelector *LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
 	// Selector selects pods by their labels. Unset matches every pod.
-	Selector *v1.LabelSelectorApplyConfiguration `json:"selector,omitempty"`
+	// Checked as NamespaceSelector is.
+	Selector *LabelSelectorApplyConfiguration `json:"selector,omitempty"`
 	// Band given to matching pods (the waterline.dev/band label). For mid and
 	// batch the containers' cpu and memory are rewritten into the tier's
 	// extended resources.
@@ -64,7 +63,7 @@ func (b *ColocationProfileApplyConfiguration) WithName(value string) *Colocation
 // WithNamespaceSelector sets the NamespaceSelector field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the NamespaceSelector field is set to the value of the last call.
-func (b *ColocationProfileApplyConfiguration) WithNamespaceSelector(value *v1.LabelSelectorApplyConfiguration) *ColocationProfileApplyConfiguration {
+func (b *ColocationProfileApplyConfiguration) WithNamespaceSelector(value *LabelSelectorApplyConfiguration) *ColocationProfileApplyConfiguration {
 	b.NamespaceSelector = value
 	return b
 }
@@ -72,7 +71,7 @@ func (b *ColocationProfileApplyConfiguration) WithNamespaceSelector(value *v1.La
 // WithSelector sets the Selector field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Selector field is set to the value of the last call.
-func (b *ColocationProfileApplyConfiguration) WithSelector(value *v1.LabelSelectorApplyConfiguration) *ColocationProfileApplyConfiguration {
+func (b *ColocationProfileApplyConfiguration) WithSelector(value *LabelSelectorApplyConfiguration) *ColocationProfileApplyConfiguration {
 	b.Selector = value
 	return b
 }
