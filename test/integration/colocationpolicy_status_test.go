@@ -48,7 +48,7 @@ func TestColocationPolicyStatus(t *testing.T) {
 	cps := c.Waterline.WaterlineV1alpha1().ColocationPolicies()
 	pool := func(name string, precedence int32, value string) *v1alpha1.ColocationPolicy {
 		return &v1alpha1.ColocationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ColocationPolicySpec{
-			Precedence: precedence, NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": value}}}}
+			Precedence: precedence, NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"pool": v1alpha1.LabelValue(value)}}}}
 	}
 	for _, p := range []*v1alpha1.ColocationPolicy{
 		{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultColocationPolicyName}},

@@ -76,7 +76,7 @@ func ReportPolicies(policies []*v1alpha1.ColocationPolicy, nodes []map[string]st
 			r.NoSelector = true
 			continue
 		}
-		if _, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector); err != nil {
+		if _, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector.AsMetav1()); err != nil {
 			r.Invalid = append(r.Invalid, fmt.Sprintf("%s: %v", field.NewPath("spec", "nodeSelector"), err))
 		}
 	}
@@ -120,7 +120,7 @@ func profileErrors(profiles []v1alpha1.ColocationProfile) []string {
 		for _, s := range []struct {
 			name string
 			sel  *metav1.LabelSelector
-		}{{"namespaceSelector", profiles[i].NamespaceSelector}, {"selector", profiles[i].Selector}} {
+		}{{"namespaceSelector", profiles[i].NamespaceSelector.AsMetav1()}, {"selector", profiles[i].Selector.AsMetav1()}} {
 			if s.sel == nil {
 				continue
 			}

@@ -29,19 +29,19 @@ import (
 
 func TestReportPolicies(t *testing.T) {
 	broken := pol("broken", 9, nil, nil, nil)
-	broken.Spec.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+	broken.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{
 		{Key: "pool", Operator: "in", Values: []string{"gpu"}}}}
 	def := pol(v1alpha1.DefaultColocationPolicyName, 0, nil, nil, nil)
 	def.Spec.Profiles = []v1alpha1.ColocationProfile{
-		{Name: "ok", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}},
-		{Name: "typo", Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Name: "ok", NamespaceSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "data"}}},
+		{Name: "typo", Selector: &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{
 			{Key: "app", Operator: metav1.LabelSelectorOpExists, Values: []string{"x"}}}}},
 	}
 	policies := []*v1alpha1.ColocationPolicy{
 		def,
-		pol("colo-high", 10, map[string]string{"pool": "colo"}, nil, nil),
-		pol("colo-low", 1, map[string]string{"pool": "colo"}, nil, nil),
-		pol("web", 0, map[string]string{"pool": "web"}, nil, nil),
+		pol("colo-high", 10, map[string]v1alpha1.LabelValue{"pool": "colo"}, nil, nil),
+		pol("colo-low", 1, map[string]v1alpha1.LabelValue{"pool": "colo"}, nil, nil),
+		pol("web", 0, map[string]v1alpha1.LabelValue{"pool": "web"}, nil, nil),
 		pol("unselective", 0, nil, nil, nil),
 		broken,
 	}
