@@ -262,13 +262,28 @@ start() { # name binary args...
   echo "$! $name" >>"$dir/pids"
 }
 
+# wait_for polls command until it succeeds. When what names a process
+# that start ran, the wait ends as soon as that process exits; either way a
+# failure prints the tail of its log, so a run that keeps no directory (a
+# test's) still says why.
 wait_for() { # what seconds command...
   local what=$1 secs=$2; shift 2
-  for _ in $(seq 1 $((secs * 5))); do
+  local pid log="$dir/logs/$what.log" started=$SECONDS
+  pid=$(awk -v n="$what" '$2 == n {p = $1} END {print p}' "$dir/pids" 2>/dev/null)
+  while ((SECONDS - started < secs)); do
     if "$@" >/dev/null 2>&1; then return 0; fi
+    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
+      echo "$what exited after $((SECONDS - started))s before it came up; the end of $log:" >&2
+      tail -n 30 "$log" >&2
+      exit 1
+    fi
     sleep 0.2
   done
   echo "$what did not come up within ${secs}s; see $dir/logs" >&2
+  if [[ -f "$log" ]]; then
+    echo "the end of $log:" >&2
+    tail -n 30 "$log" >&2
+  fi
   exit 1
 }
 
@@ -303,7 +318,7 @@ start_etcd() {
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-cluster "local=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync
-  wait_for etcd 30 curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
+  wait_for etcd 30 curl -fsS -m 5 "http://127.0.0.1:$ETCD_PORT/health"
 }
 
 start_apiserver() {
@@ -318,7 +333,7 @@ start_apiserver() {
     --service-cluster-ip-range 10.0.0.0/24 \
     --authorization-mode Node,RBAC --allow-privileged \
     --enable-priority-and-fairness=false
-  wait_for kube-apiserver 60 kubectl get --raw /readyz
+  wait_for kube-apiserver 60 kubectl --request-timeout 5s get --raw /readyz
 }
 
 start_controller_manager() {
@@ -330,7 +345,7 @@ start_controller_manager() {
     --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
     --use-service-account-credentials=false \
     --controllers '*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller'
-  wait_for "default service account" 60 kubectl get serviceaccount default -n default
+  wait_for "default service account" 60 kubectl --request-timeout 5s get serviceaccount default -n default
 }
 
 start_kwok() {
@@ -365,7 +380,7 @@ NODE
   done
   kubectl apply -f "$f" >/dev/null
   wait_for "$NODES Ready nodes" 120 bash -c \
-    "[[ \$('$bin/kubectl' --kubeconfig '$kubeconfig' get nodes -l type=kwok --no-headers 2>/dev/null | grep -cw Ready) -ge $NODES ]]"
+    "[[ \$('$bin/kubectl' --kubeconfig '$kubeconfig' --request-timeout 5s get nodes -l type=kwok --no-headers 2>/dev/null | grep -cw Ready) -ge $NODES ]]"
 }
 
 install_crds() {
@@ -384,7 +399,7 @@ start_scheduler() {
   start waterline-scheduler "$bin/waterline-scheduler" --config "$dir/scheduler-config.yaml" \
     --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --cert-dir "$dir/scheduler-certs" \
     --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" --v 2
-  wait_for waterline-scheduler 60 curl -fsSk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
+  wait_for waterline-scheduler 60 curl -fsSk -m 5 "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 }
 
 ctr_() { ctr --address "$node_sock" -n k8s.io "$@"; }
@@ -460,7 +475,7 @@ YAML
     --root-dir "$node_dir/kubelet" --cert-dir "$node_dir/kubelet-certs" --hostname-override real-node \
     --node-labels waterline.dev/real-node=true
   wait_for "the real node" 120 bash -c \
-    "'$bin/kubectl' --kubeconfig '$kubeconfig' get node real-node --no-headers 2>/dev/null | grep -qw Ready"
+    "'$bin/kubectl' --kubeconfig '$kubeconfig' --request-timeout 5s get node real-node --no-headers 2>/dev/null | grep -qw Ready"
 }
 
 # stop_real_node stops the node's containers before kubelet and containerd
@@ -559,11 +574,11 @@ install_waterline() {
     -f "$dir/values.yaml" >"$dir/logs/helm-install.log" 2>&1 \
     || { cat "$dir/logs/helm-install.log" >&2; exit 1; }
   if [[ "$manager" == true ]]; then
-    wait_for "the manager pod" 180 curl -fsS "http://127.0.0.1:$MANAGER_PROBE_PORT/readyz"
+    wait_for "the manager pod" 180 curl -fsS -m 5 "http://127.0.0.1:$MANAGER_PROBE_PORT/readyz"
   fi
   if [[ "$agent" == true ]]; then
     wait_for "the agent's NodeMetric" 180 bash -c \
-      "'$bin/kubectl' --kubeconfig '$kubeconfig' get nodemetric real-node -o jsonpath='{.status.updateTime}' 2>/dev/null | grep -q ."
+      "'$bin/kubectl' --kubeconfig '$kubeconfig' --request-timeout 5s get nodemetric real-node -o jsonpath='{.status.updateTime}' 2>/dev/null | grep -q ."
   fi
 }
 
@@ -583,7 +598,7 @@ start_manager_process() {
     --show-only templates/webhooks.yaml | kubectl apply -f - >/dev/null
   start waterline-manager "$bin/waterline-manager" --kubeconfig "$kubeconfig" "${args[@]}" \
     --webhook-cert-dir "$dir/webhook-certs"
-  wait_for waterline-manager 60 curl -fsS "http://127.0.0.1:$MANAGER_PROBE_PORT/readyz"
+  wait_for waterline-manager 60 curl -fsS -m 5 "http://127.0.0.1:$MANAGER_PROBE_PORT/readyz"
 }
 
 # start_kwok_agent simulates an agent on every kwok node: their NodeMetrics
@@ -598,7 +613,7 @@ start_kwok_agent() {
     --cpu-factor "$KWOK_CPU_FACTOR" --memory-factor "$KWOK_MEMORY_FACTOR" \
     --prod-cpu-factor "$KWOK_PROD_CPU_FACTOR" --prod-memory-factor "$KWOK_PROD_MEMORY_FACTOR" --v 2
   wait_for "the kwok nodes' NodeMetrics" 120 bash -c \
-    "'$bin/kubectl' --kubeconfig '$kubeconfig' get nodemetric kwok-node-0 -o jsonpath='{.status.updateTime}' 2>/dev/null | grep -q ."
+    "'$bin/kubectl' --kubeconfig '$kubeconfig' --request-timeout 5s get nodemetric kwok-node-0 -o jsonpath='{.status.updateTime}' 2>/dev/null | grep -q ."
 }
 
 make_pki

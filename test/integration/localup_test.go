@@ -60,6 +60,13 @@ func startLocalUp(t *testing.T, nodes int, env ...string) *localUp {
 		"KCM_PORT="+strconv.Itoa(testutil.FreePort(t)),
 		"SCHEDULER_PORT="+strconv.Itoa(testutil.FreePort(t)),
 	)
+	// local-up derives the rest from APISERVER_PORT by fixed offsets, and
+	// the agent's are fixed: beside other tests' servers and clients, such
+	// a port can be taken, and the process that needs it never comes up.
+	for _, name := range []string{"WEBHOOK_PORT", "MANAGER_PROBE_PORT", "MANAGER_METRICS_PORT",
+		"KUBELET_PORT", "KUBELET_HEALTHZ_PORT", "AGENT_HEALTH_PORT", "AGENT_METRICS_PORT"} {
+		l.cmd.Env = append(l.cmd.Env, name+"="+strconv.Itoa(testutil.FreePort(t)))
+	}
 	l.cmd.Env = append(l.cmd.Env, env...)
 	l.logPath = filepath.Join(t.TempDir(), "local-up.log")
 	logFile, err := os.Create(l.logPath)
