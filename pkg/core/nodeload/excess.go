@@ -160,6 +160,22 @@ func NodeExcess(pods iter.Seq[*AssignedPod], m *Metric, now time.Time) (all, pro
 	return s.All, s.Prod, s.Until
 }
 
+// ExcessShrinks reports whether a node's pods add less excess under cur
+// than under old, in any resource, all pods or the Prod ones: a report
+// that shows a pod for longer gives back part of its estimate, and one
+// past the pod's averaging window all of it, though no usage went down --
+// which MayAdmitMore, looking at usage only, does not see. Usage and
+// excess together make the load Filter judges, so a report neither
+// lowers leaves every refusal standing. old nil shrinks nothing.
+func ExcessShrinks(pods iter.Seq[*AssignedPod], old, cur *Metric, now time.Time) bool {
+	if old == nil || cur == nil {
+		return false
+	}
+	oldAll, oldProd, _ := NodeExcess(pods, old, now)
+	curAll, curProd, _ := NodeExcess(pods, cur, now)
+	return lower(curAll, oldAll) || lower(curProd, oldProd)
+}
+
 // ExcessSum is NodeExcess summed by the caller, one pod's Excess (or
 // ExcessOf) at a time.
 type ExcessSum struct {

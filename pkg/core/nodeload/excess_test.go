@@ -222,3 +222,40 @@ func TestExcessOfGivenReports(t *testing.T) {
 		t.Errorf("unreported pod's excess (-want +got):\n%s", diff)
 	}
 }
+
+// TestExcessShrinks: a later report of the same usage gives back the
+// estimate of a pod it shows for longer, and a report with nothing new
+// gives back nothing.
+func TestExcessShrinks(t *testing.T) {
+	c := mustConfig(t, defaultSpec())
+	report := func(at time.Time, withPod bool) *Metric {
+		b := makeMetric("n", at).reportInterval(60)
+		if withPod {
+			b = b.pod("ns", "a", extension.BandBatch, "cpu", "300m", "memory", "256Mi")
+		}
+		return c.NewMetric(b.obj())
+	}
+	// Scheduled at t0; the default averaging window is 300 s.
+	pods := []*AssignedPod{{Key: "ns/a", Estimate: vec(1000, 1*Gi), ScheduledAt: t0}}
+	now := t0.Add(10 * time.Minute)
+	tests := []struct {
+		name     string
+		old, cur *Metric
+		want     bool
+	}{
+		{"the pod reported for the first time", report(t0.Add(time.Minute), false), report(t0.Add(2*time.Minute), true), true},
+		{"reported a minute longer: a larger share of it is in the average", report(t0.Add(time.Minute), true), report(t0.Add(2*time.Minute), true), true},
+		{"the report passes the averaging window: no estimate left", report(t0.Add(4*time.Minute+30*time.Second), true), report(t0.Add(5*time.Minute+30*time.Second), true), true},
+		{"both reports past the window: nothing to give back", report(t0.Add(6*time.Minute), true), report(t0.Add(7*time.Minute), true), false},
+		{"the same report again", report(t0.Add(2*time.Minute), true), report(t0.Add(2*time.Minute), true), false},
+		{"the pod gone from the report: more estimate, not less", report(t0.Add(2*time.Minute), true), report(t0.Add(3*time.Minute), false), false},
+		{"no earlier report", nil, report(t0.Add(2*time.Minute), true), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ExcessShrinks(slices.Values(pods), tt.old, tt.cur, now); got != tt.want {
+				t.Errorf("ExcessShrinks = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -360,6 +360,18 @@ func (c *nodeCache) setMetric(name string, m *nodeload.Metric) (prev *nodeload.M
 	return prev
 }
 
+// excessShrinks reports whether the pods counted on node name add less
+// excess under cur than under old at now (nodeload.ExcessShrinks).
+func (c *nodeCache) excessShrinks(name string, old, cur *nodeload.Metric, now time.Time) bool {
+	ns := c.get(name)
+	if ns == nil {
+		return false
+	}
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return nodeload.ExcessShrinks(ns.podSeq(), old, cur, now)
+}
+
 // assign counts a pod on nodeName: bound (assumed false) or reserved by this
 // scheduler (assumed true). A pod counted on another node is moved. The
 // pod is estimated here, once; scheduledAt is when it was assigned.

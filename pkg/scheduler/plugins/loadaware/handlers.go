@@ -90,7 +90,8 @@ func (pl *LoadAware) scheduledAt(pod *corev1.Pod) time.Time {
 
 // metricHandler converts each NodeMetric once, when it arrives, and wakes
 // the activation of refused pods when the change may admit more
-// (core.Config.MayAdmitMore, or a deletion).
+// (core.Config.MayAdmitMore, less excess of the pods estimated on the
+// node, or a deletion).
 func (pl *LoadAware) metricHandler(logger klog.Logger) cache.ResourceEventHandler {
 	set := func(obj any) {
 		nm, ok := obj.(*v1alpha1.NodeMetric)
@@ -100,7 +101,9 @@ func (pl *LoadAware) metricHandler(logger klog.Logger) cache.ResourceEventHandle
 		m := pl.cfg.NewMetric(nm)
 		prev := pl.cache.setMetric(nm.Name, m)
 		logger.V(5).Info("NodeMetric updated", "node", klog.KRef("", nm.Name))
-		if pl.cfg.MayAdmitMore(prev, m) {
+		// A report that lowers neither usage nor the excess of the pods
+		// estimated on the node cannot turn a refusal into a fit.
+		if pl.cfg.MayAdmitMore(prev, m) || pl.cache.excessShrinks(nm.Name, prev, m, pl.clock.Now()) {
 			pl.wakeActivation()
 		}
 	}

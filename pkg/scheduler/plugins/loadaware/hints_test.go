@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 )
 
@@ -117,6 +118,40 @@ func TestRefusedPodsActivatedWhenThePluginCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually("the activation after the deletion", func() bool { return cmp.Equal(want, e.activator.names()) })
+}
+
+// TestRefusedPodsActivatedWhenAnEstimateShrinks: a node whose usage stays
+// flat still admits more once its reports show a recently placed pod for
+// longer -- less of the pod's estimate stands in for its usage -- and
+// when they pass its averaging window. Without an activation then, the
+// refused pod would wait for the next flush of unschedulable pods, up to
+// five minutes.
+func TestRefusedPodsActivatedWhenAnEstimateShrinks(t *testing.T) {
+	refused := pod("refused", "4", "1Gi").Condition(corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonUnschedulable).Obj()
+	refused.Status.Conditions[0].Message = "0/1 nodes are available: 1 node(s) cpu usage exceed threshold."
+	// Counted from the plugin's clock, t0 + 10 s; averaged over 300 s.
+	placed := pod("placed", "4", "1Gi").Node("n").Obj()
+	report := func(at time.Duration) *v1alpha1.NodeMetric {
+		return metric("n", t0.Add(at)).usage("9", "8Gi").pod("ns", "placed", extension.BandBatch, "300m", "256Mi").obj()
+	}
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, []*corev1.Pod{refused, placed}, report(time.Minute))
+	e.eventually("the pending pod", func() bool { return e.pl.pending.len() == 1 })
+	want := []string{"ns/refused"}
+
+	// The same usage a minute later: the pod ran 110 of the 300 s, not 50.
+	e.updateMetric(report(2 * time.Minute))
+	e.eventually("the activation", func() bool { return cmp.Equal(want, e.activator.names()) })
+	// Past the window: the pod needs no estimate any more.
+	e.activator.reset()
+	e.updateMetric(report(7 * time.Minute))
+	e.eventually("the activation past the window", func() bool { return cmp.Equal(want, e.activator.names()) })
+	// Nothing left to give back: a report of the same usage admits nothing.
+	e.activator.reset()
+	e.updateMetric(report(8 * time.Minute))
+	e.eventually("the plugin's view", func() bool { return e.metricSeen("n", t0.Add(8*time.Minute)) })
+	if got := e.activator.names(); len(got) != 0 {
+		t.Errorf("activated %v after a report that admits nothing, want none", got)
+	}
 }
 
 func TestNodeMetricHint(t *testing.T) {
