@@ -1,0 +1,146 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	testutil "github.com/waterline-dev/waterline/test/util"
+)
+
+// TestLoadAwareEstimateGivesWay runs the real waterline-scheduler with the
+// shipped config/scheduler/loadaware.yaml (cpu threshold 75 %) on one
+// 16-core kwok node whose usage stays flat at 9 cores plus 100m for each
+// of three pods just placed there. Reported every 2 s, averaged over
+// 30 s: until the reports cover a whole window of them, most of each
+// pod's 850m estimate still stands in for its usage, and a fourth pod
+// does not fit (9300m + ≈ 2550m + 850m > 12 000m). Once they do, it fits
+// (9300m + 850m). Nothing else changes -- no usage goes down, no pod
+// comes or goes -- so only the plugin seeing the excess shrink requeues
+// it; without that it waits for the scheduler's five-minute flush.
+func TestLoadAwareEstimateGivesWay(t *testing.T) {
+	t.Parallel()
+	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
+	ctx := t.Context()
+	const node = "ee-0"
+	c.CreateNodes(t, "ee", 1, testutil.NodeOptions{
+		Capacity: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("16"),
+			corev1.ResourceMemory: resource.MustParse("64Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		},
+	})
+	sample, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "scheduler", "loadaware.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(sample), "profiles:")
+	if i < 0 || !strings.Contains(string(sample[i:]), "        cpu: 75\n") {
+		t.Fatal("loadaware.yaml no longer sets usageThresholds cpu: 75; update this test's arithmetic")
+	}
+
+	// reported lists the pods placed so far, each using 100m.
+	var reported []string
+	write := func() error {
+		client := c.Waterline.WaterlineV1alpha1().NodeMetrics()
+		nm, err := client.Get(ctx, node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			nm, err = client.Create(ctx, &v1alpha1.NodeMetric{
+				ObjectMeta: metav1.ObjectMeta{Name: node},
+				Spec: v1alpha1.NodeMetricSpec{CollectPolicy: &v1alpha1.NodeMetricCollectPolicy{
+					AggregateDurationSeconds: ptr.To[int64](30), ReportIntervalSeconds: ptr.To[int64](2),
+				}},
+			}, metav1.CreateOptions{})
+		}
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		nm.Status = v1alpha1.NodeMetricStatus{
+			UpdateTime: &now,
+			NodeMetric: &v1alpha1.NodeMetricInfo{NodeUsage: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewMilliQuantity(9000+100*int64(len(reported)), resource.DecimalSI),
+				corev1.ResourceMemory: resource.MustParse("16Gi"),
+			}},
+		}
+		for _, name := range reported {
+			nm.Status.PodsMetric = append(nm.Status.PodsMetric, v1alpha1.PodMetricInfo{
+				Namespace: laNamespace, Name: name, Band: string(extension.BandProd),
+				Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+			})
+		}
+		_, err = client.UpdateStatus(ctx, nm, metav1.UpdateOptions{})
+		return err
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	c.StartScheduler(t, string(sample[i:]))
+	c.CreateNamespace(t, laNamespace, nil)
+
+	// 9000m + 3 × 850m = 11 550m (72 %): the three fit.
+	placed := []string{"placed-0", "placed-1", "placed-2"}
+	for _, name := range placed {
+		createLAPod(t, c, name, testutil.SchedulerName, node, nil)
+	}
+	waitBound(t, c, placed...)
+	reported = placed
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	go func() {
+		ticker := time.NewTicker(2 * time.Second)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+			if err := write(); err != nil && ctx.Err() == nil {
+				t.Errorf("Reporting the NodeMetric: %v", err)
+			}
+		}
+	}()
+
+	createLAPod(t, c, "waiting", testutil.SchedulerName, node, nil)
+	// Refused while the placed pods are young in the average.
+	pendingWith(t, c, "waiting", "node(s) cpu usage exceed threshold")
+	refusedAfter := time.Since(start)
+	testutil.Eventually(t, 90*time.Second, 250*time.Millisecond, func() (bool, error) {
+		p, err := c.Kube.CoreV1().Pods(laNamespace).Get(ctx, "waiting", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Spec.NodeName == node, fmt.Errorf("pod waiting is on %q", p.Spec.NodeName)
+	}, "waiting for the pod to go once the reports cover the placed pods (refused %s after the first report listing them)", refusedAfter.Round(time.Second))
+	t.Logf("refused %s and bound %s after the first report listing the placed pods", refusedAfter.Round(time.Second), time.Since(start).Round(time.Second))
+}
