@@ -165,8 +165,9 @@ func NodeExcess(pods iter.Seq[*AssignedPod], m *Metric, now time.Time) (all, pro
 // that shows a pod for longer gives back part of its estimate, and one
 // past the pod's averaging window all of it, though no usage went down --
 // which MayAdmitMore, looking at usage only, does not see. Usage and
-// excess together make the load Filter judges, so a report neither
-// lowers leaves every refusal standing. old nil shrinks nothing.
+// excess together make the load Filter judges: expiry and
+// forbid-scheduling aside (MayAdmitMore's too), a report that lowers
+// neither leaves every refusal standing. old nil shrinks nothing.
 func ExcessShrinks(pods iter.Seq[*AssignedPod], old, cur *Metric, now time.Time) bool {
 	if old == nil || cur == nil {
 		return false
