@@ -25,6 +25,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -52,40 +53,16 @@ import (
 func TestLoadAwareBurstNotUnderEstimated(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
-	ctx := t.Context()
 	c.CreateNodes(t, "bursty", 4, testutil.NodeOptions{Capacity: corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("16"),
 		corev1.ResourceMemory: resource.MustParse("64Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}})
 	target := "bursty-0"
+	policy := &v1alpha1.NodeMetricCollectPolicy{ReportIntervalSeconds: ptr.To[int64](1), AggregateDurationSeconds: ptr.To[int64](300)}
 	report := func(node string, milli int64, pods []string, podMilli int64) {
 		t.Helper()
-		client := c.Waterline.WaterlineV1alpha1().NodeMetrics()
-		nm, err := client.Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			nm, err = client.Create(ctx, &v1alpha1.NodeMetric{
-				ObjectMeta: metav1.ObjectMeta{Name: node},
-				Spec: v1alpha1.NodeMetricSpec{CollectPolicy: &v1alpha1.NodeMetricCollectPolicy{
-					ReportIntervalSeconds: ptr.To[int64](1), AggregateDurationSeconds: ptr.To[int64](300),
-				}},
-			}, metav1.CreateOptions{})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := metav1.NewTime(time.Now())
-		nm.Status = v1alpha1.NodeMetricStatus{UpdateTime: &now, NodeMetric: &v1alpha1.NodeMetricInfo{NodeUsage: corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewMilliQuantity(milli, resource.DecimalSI),
-			corev1.ResourceMemory: resource.MustParse("8Gi"),
-		}}}
-		for _, p := range pods {
-			nm.Status.PodsMetric = append(nm.Status.PodsMetric, v1alpha1.PodMetricInfo{Namespace: laNamespace, Name: p, Band: "prod", Usage: corev1.ResourceList{
-				corev1.ResourceCPU:    *resource.NewMilliQuantity(podMilli, resource.DecimalSI),
-				corev1.ResourceMemory: resource.MustParse("1Gi"),
-			}})
-		}
-		if _, err := client.UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
+		if err := writeNodeMetric(t, c, node, policy, milli, pods, podMilli); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,15 +71,8 @@ func TestLoadAwareBurstNotUnderEstimated(t *testing.T) {
 		report(fmt.Sprintf("bursty-%d", i), 6000, nil, 0)
 	}
 
-	sample, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "scheduler", "loadaware.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := strings.Index(string(sample), "profiles:")
-	if i < 0 {
-		t.Fatal("loadaware.yaml has no profiles")
-	}
-	c.StartScheduler(t, string(sample[i:])+`
+	profiles := sampleLoadAwareProfiles(t)
+	c.StartScheduler(t, profiles+`
 - schedulerName: `+laOnlyScheduler+`
   plugins:
     multiPoint:
@@ -150,4 +120,50 @@ func TestLoadAwareBurstNotUnderEstimated(t *testing.T) {
 		t.Errorf("%d pods of the second burst went to %s, which carries 10000m (62.5 %%) of known load: one more 850m pod makes 68 %% > 65 %%; "+
 			"its six busy pods were taken as fully in a 300 s average they had run 3 s of", perNode[target], target)
 	}
+}
+
+// writeNodeMetric reports node as waterline-agent would, with the collect
+// policy given when it creates the NodeMetric: node usage milli
+// millicores (8Gi of memory), each of pods using podMilli and 1Gi.
+func writeNodeMetric(t *testing.T, c *testutil.Cluster, node string, policy *v1alpha1.NodeMetricCollectPolicy, milli int64, pods []string, podMilli int64) error {
+	ctx := t.Context()
+	client := c.Waterline.WaterlineV1alpha1().NodeMetrics()
+	nm, err := client.Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		nm, err = client.Create(ctx, &v1alpha1.NodeMetric{
+			ObjectMeta: metav1.ObjectMeta{Name: node},
+			Spec:       v1alpha1.NodeMetricSpec{CollectPolicy: policy},
+		}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	now := metav1.NewTime(time.Now())
+	nm.Status = v1alpha1.NodeMetricStatus{UpdateTime: &now, NodeMetric: &v1alpha1.NodeMetricInfo{NodeUsage: corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(milli, resource.DecimalSI),
+		corev1.ResourceMemory: resource.MustParse("8Gi"),
+	}}}
+	for _, p := range pods {
+		nm.Status.PodsMetric = append(nm.Status.PodsMetric, v1alpha1.PodMetricInfo{Namespace: laNamespace, Name: p, Band: "prod", Usage: corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(podMilli, resource.DecimalSI),
+			corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}})
+	}
+	_, err = client.UpdateStatus(ctx, nm, metav1.UpdateOptions{})
+	return err
+}
+
+// sampleLoadAwareProfiles returns the profiles of the shipped
+// config/scheduler/loadaware.yaml, from "profiles:" on.
+func sampleLoadAwareProfiles(t *testing.T) string {
+	t.Helper()
+	sample, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "scheduler", "loadaware.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(sample), "profiles:")
+	if i < 0 {
+		t.Fatal("loadaware.yaml has no profiles")
+	}
+	return string(sample[i:])
 }

@@ -18,19 +18,15 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
@@ -57,52 +53,21 @@ func TestLoadAwareEstimateGivesWay(t *testing.T) {
 			corev1.ResourcePods:   resource.MustParse("110"),
 		},
 	})
-	sample, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "scheduler", "loadaware.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := strings.Index(string(sample), "profiles:")
-	if i < 0 || !strings.Contains(string(sample[i:]), "        cpu: 75\n") {
+	profiles := sampleLoadAwareProfiles(t)
+	if !strings.Contains(profiles, "        cpu: 75\n") {
 		t.Fatal("loadaware.yaml no longer sets usageThresholds cpu: 75; update this test's arithmetic")
 	}
+	policy := &v1alpha1.NodeMetricCollectPolicy{AggregateDurationSeconds: ptr.To[int64](30), ReportIntervalSeconds: ptr.To[int64](2)}
 
 	// reported lists the pods placed so far, each using 100m.
 	var reported []string
 	write := func() error {
-		client := c.Waterline.WaterlineV1alpha1().NodeMetrics()
-		nm, err := client.Get(ctx, node, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			nm, err = client.Create(ctx, &v1alpha1.NodeMetric{
-				ObjectMeta: metav1.ObjectMeta{Name: node},
-				Spec: v1alpha1.NodeMetricSpec{CollectPolicy: &v1alpha1.NodeMetricCollectPolicy{
-					AggregateDurationSeconds: ptr.To[int64](30), ReportIntervalSeconds: ptr.To[int64](2),
-				}},
-			}, metav1.CreateOptions{})
-		}
-		if err != nil {
-			return err
-		}
-		now := metav1.Now()
-		nm.Status = v1alpha1.NodeMetricStatus{
-			UpdateTime: &now,
-			NodeMetric: &v1alpha1.NodeMetricInfo{NodeUsage: corev1.ResourceList{
-				corev1.ResourceCPU:    *resource.NewMilliQuantity(9000+100*int64(len(reported)), resource.DecimalSI),
-				corev1.ResourceMemory: resource.MustParse("16Gi"),
-			}},
-		}
-		for _, name := range reported {
-			nm.Status.PodsMetric = append(nm.Status.PodsMetric, v1alpha1.PodMetricInfo{
-				Namespace: laNamespace, Name: name, Band: string(extension.BandProd),
-				Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-			})
-		}
-		_, err = client.UpdateStatus(ctx, nm, metav1.UpdateOptions{})
-		return err
+		return writeNodeMetric(t, c, node, policy, 9000+100*int64(len(reported)), reported, 100)
 	}
 	if err := write(); err != nil {
 		t.Fatal(err)
 	}
-	c.StartScheduler(t, string(sample[i:]))
+	c.StartScheduler(t, profiles)
 	c.CreateNamespace(t, laNamespace, nil)
 
 	// 9000m + 3 × 850m = 11 550m (72 %): the three fit.
