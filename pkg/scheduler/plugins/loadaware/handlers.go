@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 )
@@ -136,23 +137,80 @@ func (pl *LoadAware) wakeActivation() {
 // most is not kept from its backoff for long.
 const activationInterval = time.Second
 
-// runActivation activates refused pods when woken, at most once per
+// noteWindowEnd records that Filter refused a pod on a node whose load
+// drops by time alone at end (Unix nanoseconds), when a forced estimation
+// window there ends: no report or pod event comes then, so runActivation
+// wakes itself. Only the earliest end is kept; the pods activated then
+// that are refused again on a node still inside a window note its end.
+func (pl *LoadAware) noteWindowEnd(end int64) {
+	for {
+		cur := pl.windowEnd.Load()
+		if cur != 0 && cur <= end {
+			return
+		}
+		if pl.windowEnd.CompareAndSwap(cur, end) {
+			break
+		}
+	}
+	select {
+	case pl.rearm <- struct{}{}:
+	default:
+	}
+}
+
+// runActivation activates refused pods when woken or when a forced
+// estimation window noted by Filter ends, at most once per
 // activationInterval, until ctx ends.
 func (pl *LoadAware) runActivation(ctx context.Context, logger klog.Logger) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
+	interval := time.NewTimer(0)
+	defer interval.Stop()
 	for {
-		select {
-		case <-ctx.Done():
+		if !pl.waitForActivation(ctx) {
 			return
-		case <-pl.wake:
 		}
 		pl.activateRefused(logger)
-		timer.Reset(activationInterval)
+		interval.Reset(activationInterval)
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
+		case <-interval.C:
+		}
+	}
+}
+
+// waitForActivation waits until activation is due: a wake, or the noted
+// window end on the plugin's clock. It returns false when ctx ended.
+func (pl *LoadAware) waitForActivation(ctx context.Context) bool {
+	for {
+		end := pl.windowEnd.Load()
+		var timer clock.Timer
+		var due <-chan time.Time
+		if end != 0 {
+			d := time.Duration(end - pl.clock.Now().UnixNano())
+			if d <= 0 {
+				pl.windowEnd.CompareAndSwap(end, 0)
+				return true
+			}
+			timer = pl.clock.NewTimer(d)
+			due = timer.C()
+		}
+		woken, done := false, false
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-pl.wake:
+			woken = true
+		case <-pl.rearm:
+			// An earlier end was noted: wait for it instead.
+		case <-due:
+			pl.windowEnd.CompareAndSwap(end, 0)
+			woken = true
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if done || woken {
+			return !done
 		}
 	}
 }

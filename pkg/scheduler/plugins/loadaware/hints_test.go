@@ -154,6 +154,45 @@ func TestRefusedPodsActivatedWhenAnEstimateShrinks(t *testing.T) {
 	}
 }
 
+func TestRefusedPodsActivatedWhenAForcedWindowEnds(t *testing.T) {
+	// TestForcedEstimationWindowEnds' node: refused until the bound pod's
+	// 10-minute window ends at t0 + 5m, with no report or pod event then
+	// (the report of t0 still current).
+	args := defaultArgs()
+	args.EstimatedSecondsAfterPodScheduled = 600
+	args.NodeMetricExpirationSeconds = 3600
+	args.UsageThresholds["cpu"] = 57
+	bound := pod("bound", "4", "1Gi").Node("n").
+		Condition(corev1.PodScheduled, corev1.ConditionTrue, "").Obj()
+	bound.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(-5 * time.Minute))
+	e := newEnv(t, args, []*corev1.Node{node16("n").Obj()}, []*corev1.Pod{bound},
+		metric("n", t0).usage("8", "8Gi").pod("ns", "bound", extension.BandProd, "3", "1Gi").obj())
+	e.eventually("the bound pod counted", func() bool { _, ok := e.pl.cache.counted("n")[bound.UID]; return ok })
+
+	// Created after the start-up activation, so that only the window's end
+	// can activate it.
+	refused := pod("refused", "1", "1Gi").Condition(corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonUnschedulable).Obj()
+	refused.Status.Conditions[0].Message = "0/1 nodes are available: 1 node(s) cpu usage exceed threshold."
+	if _, err := e.kube.CoreV1().Pods("ns").Create(e.ctx, refused, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the pending pod", func() bool { return e.pl.pending.len() == 1 })
+	if s := e.filter(refused, "n"); s.IsSuccess() {
+		t.Fatalf("inside the window: fits, want refused")
+	}
+	e.clock.SetTime(t0.Add(5*time.Minute - time.Second))
+	time.Sleep(200 * time.Millisecond)
+	if got := e.activator.names(); len(got) != 0 {
+		t.Fatalf("activated %v before the window ended, want none", got)
+	}
+
+	e.clock.SetTime(t0.Add(5*time.Minute + time.Second))
+	e.eventually("the activation at the window's end", func() bool { return cmp.Equal([]string{"ns/refused"}, e.activator.names()) })
+	if s := e.filter(refused, "n"); !s.IsSuccess() {
+		t.Errorf("after the window: %v, want a fit", s)
+	}
+}
+
 func TestNodeMetricHint(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
 	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil)

@@ -83,7 +83,7 @@ var (
 // LoadAware is the plugin; see the package doc.
 type LoadAware struct {
 	cfg     *nodeload.Config
-	clock   clock.PassiveClock
+	clock   clock.Clock
 	cache   *nodeCache
 	reasons reasons
 	// refusals counts Filter's refusals by reason and resource.
@@ -96,6 +96,12 @@ type LoadAware struct {
 	// activate the ones LoadAware may have refused.
 	pending pendingPods
 	wake    chan struct{}
+	// windowEnd is the earliest end, in Unix nanoseconds, of a forced
+	// estimation window on a node Filter refused a pod on (0: none): the
+	// node's load drops then without any event. rearm tells runActivation
+	// it moved.
+	windowEnd atomic.Int64
+	rearm     chan struct{}
 	// stopped is closed once the NodeMetric informers have stopped.
 	stopped chan struct{}
 	// last is the state PreFilter or PreScore wrote last and the
@@ -193,7 +199,7 @@ func CoreSpec(args *config.LoadAwareArgs) nodeload.Spec {
 
 // newPlugin is New with the waterline.dev client and the clock given, for
 // tests.
-func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, client versioned.Interface, clk clock.PassiveClock) (*LoadAware, error) {
+func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, client versioned.Interface, clk clock.Clock) (*LoadAware, error) {
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	cfg, err := nodeload.NewConfig(CoreSpec(args))
 	if err != nil {
@@ -208,6 +214,7 @@ func newPlugin(ctx context.Context, args *config.LoadAwareArgs, h fwk.Handle, cl
 		stopped:   make(chan struct{}),
 		activator: h,
 		wake:      make(chan struct{}, 1),
+		rearm:     make(chan struct{}, 1),
 	}
 	if r := h.EventRecorder(); r != nil {
 		pl.recorder = r
@@ -355,6 +362,9 @@ func (pl *LoadAware) Filter(ctx context.Context, state fwk.CycleState, pod *core
 		return nil
 	}
 	pl.refusals.count(v)
+	if nv.until != 0 {
+		pl.noteWindowEnd(nv.until)
+	}
 	reasons := pl.reasons.of(v)
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 		j := pl.cfg.Judge(&s.pod, &nv.load, s.now)
