@@ -17,9 +17,6 @@ limitations under the License.
 package integration
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -65,15 +62,7 @@ func TestLoadAwareWithoutAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sample, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "scheduler", "loadaware.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := strings.Index(string(sample), "profiles:")
-	if i < 0 {
-		t.Fatal("loadaware.yaml has no profiles")
-	}
-	c.StartScheduler(t, string(sample[i:]))
+	c.StartScheduler(t, sampleLoadAwareProfiles(t))
 	c.CreateNamespace(t, laNamespace, nil)
 
 	t.Run("a NodeMetric never reported does not refuse its node", func(t *testing.T) {

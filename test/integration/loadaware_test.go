@@ -18,8 +18,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -95,18 +93,11 @@ func TestLoadAware(t *testing.T) {
 	// would, until the test ends.
 	go r.run(t, 20*time.Second)
 
-	sample, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "scheduler", "loadaware.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := strings.Index(string(sample), "profiles:")
-	if i < 0 {
-		t.Fatal("loadaware.yaml has no profiles")
-	}
 	// The arithmetic of this test is written for a 65 % cpu threshold, a
 	// tighter one than the sample's default.
-	profiles := strings.Replace(string(sample[i:]), "        cpu: 75\n", "        cpu: 65\n", 1)
-	if profiles == string(sample[i:]) {
+	sample := sampleLoadAwareProfiles(t)
+	profiles := strings.Replace(sample, "        cpu: 75\n", "        cpu: 65\n", 1)
+	if profiles == sample {
 		t.Fatal("loadaware.yaml no longer sets usageThresholds cpu: 75; update this test's threshold")
 	}
 	c.StartScheduler(t, profiles+`

@@ -210,7 +210,6 @@ func (c *Config) scalingFactors(pod *corev1.Pod) (Vector, error) {
 const MaxSeconds = 365 * 24 * 3600
 
 // seconds reads a forced-estimation annotation: whole seconds, at least 0.
-
 func seconds(pod *corev1.Pod, key string, def time.Duration) (time.Duration, error) {
 	raw, ok := pod.Annotations[key]
 	if !ok {
