@@ -31,8 +31,9 @@ import (
 //
 // A default synthetic run at 1 000 nodes has 12 signatures, at most 8
 // of them queued at once and 4 in a level; an openb run 57. The merge is
-// a heap all the same, so that a workload whose pods are all different
-// costs a cycle no more than a walk of its queue.
+// a heap all the same, so that a workload of many signatures costs a
+// pod tried a logarithm of them rather than a scan of every head. A
+// level keeps the signatures it ever had: a cycle looks at each once.
 type pendingQueue struct {
 	levels []queueLevel
 	// bySig is each signature's FIFO, by signature ID (nil until its
