@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,11 +85,8 @@ type run struct {
 	bandIdx     []int
 	usage       qos.NodeUsage
 	window      qos.CPUWindow
-	// signatures interns pods' signatures; failedIn[id] is the last
-	// scheduling cycle in which a pod of that signature found no node.
+	// signatures interns pods' signatures (signatureID).
 	signatures map[signature]int
-	failedIn   []int
-	cycle      int
 	standIns   map[standInKey]*corev1.Pod
 	profileOf  map[string]*v1alpha1.ColocationProfile
 	// jobTemplates are the admitted pods jobPod copies.
@@ -984,32 +980,18 @@ func (r *run) evict(p *pod, why removal) {
 // for a try, by priority then creation, is placed or left for the next
 // try. A pod identical (for the filters) to one that found no node this
 // cycle is not tried: nothing placed since can have made room.
-//
-// When every pod still queued has a signature that found no node this
-// cycle, the rest of the queue is only skipped: with pods retried every
-// step (the default) the walk stops there, which on a cluster with tens
-// of thousands of waiting pods is most of it.
 func (r *run) schedulePending() {
-	r.cycle++
-	step := int32(r.step)
-	failed := 0 // signatures that found no node this cycle
-	stopEarly := r.retryEvery == 1
-	r.queue.each(step, int32(r.retryEvery), &r.failedIn, r.cycle, func(q *queued) (left, stop bool) {
-		n := r.sched.pick(q.p, r.nodes, r.now)
+	r.queue.each(int32(r.step), int32(r.retryEvery), func(p *pod) bool {
+		n := r.sched.pick(p, r.nodes, r.now)
 		if n == nil {
 			// PostFilter: preemption, when it is on and may help.
-			n = r.preempt(q.p)
+			n = r.preempt(p)
 		}
 		if n == nil {
-			r.failedIn[q.sig] = r.cycle
-			q.nextTry = step + int32(r.retryEvery)
-			failed++
-			// A signature that failed keeps its pod in the queue, and no
-			// pod of it is tried again this cycle: it stays counted.
-			return false, stopEarly && failed == r.queue.signatures
+			return false
 		}
-		r.bind(q.p, n)
-		return true, false
+		r.bind(p, n)
+		return true
 	})
 }
 
@@ -1021,7 +1003,6 @@ func (r *run) signatureID(p *pod) int {
 	if !ok {
 		id = len(r.signatures)
 		r.signatures[sig] = id
-		r.failedIn = append(r.failedIn, 0)
 	}
 	return id
 }
@@ -1061,119 +1042,4 @@ type signature struct {
 	req      resVec
 	load     nodeload.PodLoad
 	priority int32
-}
-
-// pendingQueue is the scheduling queue: FIFO per priority, priorities
-// highest first (PrioritySort). Entries keep what the queue checks every
-// cycle (when to try next, the signature) beside the pod pointer, so a
-// long queue of waiting pods is walked without touching the pods.
-type pendingQueue struct {
-	levels []queueLevel
-	size   int
-	// bySig counts the queued pods of each signature; signatures counts
-	// the signatures with queued pods.
-	bySig      []int
-	signatures int
-	// walking: each is running; pods pushed meanwhile (the victims of a
-	// preemption, submitted again) wait in later until it ends.
-	walking bool
-	later   []*pod
-}
-
-type queued struct {
-	p       *pod
-	nextTry int32
-	sig     int32
-}
-
-type queueLevel struct {
-	priority int32
-	pods     []queued
-	holes    int
-}
-
-func (q *pendingQueue) push(p *pod) {
-	if q.walking {
-		q.later = append(q.later, p)
-		return
-	}
-	i, found := slices.BinarySearchFunc(q.levels, p.priority, func(l queueLevel, prio int32) int {
-		return int(prio) - int(l.priority)
-	})
-	if !found {
-		q.levels = slices.Insert(q.levels, i, queueLevel{priority: p.priority})
-	}
-	q.levels[i].pods = append(q.levels[i].pods, queued{p: p, sig: int32(p.sig)})
-	q.size++
-	for len(q.bySig) <= p.sig {
-		q.bySig = append(q.bySig, 0)
-	}
-	if q.bySig[p.sig] == 0 {
-		q.signatures++
-	}
-	q.bySig[p.sig]++
-}
-
-// each calls f on every pending pod in queue order that is due at step
-// (nextTry) and whose signature has not failed this cycle
-// ((*failedIn)[sig] == cycle, read as f updates it); a pod of a failed
-// signature is due again retry steps later. f returns left when the pod
-// left the queue, and stop to end the walk after this pod. The checks are
-// made here rather than in f because most of a long queue is only
-// skipped.
-func (q *pendingQueue) each(step, retry int32, failedIn *[]int, cycle int, f func(*queued) (left, stop bool)) {
-	q.walking = true
-	defer func() {
-		q.walking = false
-		for i, p := range q.later {
-			q.push(p)
-			q.later[i] = nil
-		}
-		q.later = q.later[:0]
-	}()
-	for li := range q.levels {
-		l := &q.levels[li]
-		stopped := false
-		for i := range l.pods {
-			e := &l.pods[i]
-			if e.p == nil || e.nextTry > step {
-				continue
-			}
-			if (*failedIn)[e.sig] == cycle {
-				if retry > 1 {
-					// With a retry every step, nextTry <= step+1 always
-					// and is never read as not due: the write is skipped
-					// to keep the walk read-only.
-					e.nextTry = step + retry
-				}
-				continue
-			}
-			left, stop := f(e)
-			if left {
-				q.left(e.sig)
-				e.p = nil
-				l.holes++
-				q.size--
-			}
-			if stop {
-				stopped = true
-				break
-			}
-		}
-		if l.holes > 64 && l.holes*2 > len(l.pods) {
-			l.pods = slices.DeleteFunc(l.pods, func(e queued) bool { return e.p == nil })
-			l.holes = 0
-		}
-		if stopped {
-			return
-		}
-	}
-}
-
-// left counts a pod of signature sig out of the queue.
-func (q *pendingQueue) left(sig int32) {
-	q.bySig[sig]--
-	if q.bySig[sig] == 0 {
-		q.signatures--
-	}
 }
