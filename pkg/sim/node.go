@@ -237,9 +237,11 @@ type node struct {
 
 	// alloc is what the node offers (cpu, memory, pods and the tier
 	// resources the manager publishes); req what its pods request. fit
-	// is what the filters read of them (syncFit keeps it up to date).
+	// is what the filters read of them, the node's view in fitIndex
+	// (syncFit keeps both up to date).
 	alloc, req                resVec
 	fit                       *fitView
+	fitIndex                  *fitIndex
 	nonZeroCPU, nonZeroMemory int64
 	// balanceWithout is balanceOf(req, alloc), for the scheduler's
 	// NodeResourcesBalancedAllocation score (place and remove keep it;
@@ -538,10 +540,8 @@ type fitView struct {
 	pressureUntil int64
 }
 
-// newFitViews returns n fitViews side by side.
-func newFitViews(n int) []fitView { return make([]fitView, n) }
-
-// syncFit writes the node's fitView from its fields.
+// syncFit writes the node's fitView from its fields, and the node's
+// place in the scheduler's fitSets from that.
 func (n *node) syncFit() {
 	f := n.fit
 	f.free = n.alloc
@@ -550,6 +550,7 @@ func (n *node) syncFit() {
 	if !n.pressureUntil.IsZero() {
 		f.pressureUntil = n.pressureUntil.UnixNano()
 	}
+	n.fitIndex.synced(n.idx)
 }
 
 // loadSummary is the node's LoadAware view at now as la's Filter and

@@ -213,8 +213,7 @@ func (r *run) buildNodes() error {
 		policies[i] = &cfg.ColocationPolicies[i]
 	}
 	planners := map[qos.Capacity]*qos.Planner{}
-	fits := newFitViews(len(r.w.Nodes))
-	r.sched.views = fits
+	r.sched.index = newFitIndex(len(r.w.Nodes))
 	layouts := map[int64]*predict.Layout{}
 	r.reportEvery = 0
 	// The nodes side by side, in the order every step walks them.
@@ -232,7 +231,7 @@ func (r *run) buildNodes() error {
 		}
 		obj.Status.Capacity = obj.Status.Allocatable.DeepCopy()
 		n := &backing[i]
-		*n = node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable), fit: &fits[i]}
+		*n = node{idx: i, spec: spec, obj: obj, alloc: resVecOf(obj.Status.Allocatable), fit: &r.sched.index.views[i], fitIndex: &r.sched.index}
 		n.balanceWithout = balanceOf(&n.req, &n.alloc)
 		n.syncFit()
 		n.assigned = n.assignedSeq()

@@ -88,16 +88,16 @@ func newScheduler(la *nodeload.Config, laWeight int64, nodes []*corev1.Node, see
 		la:     la,
 		byName: map[string]*node{},
 	}
-	fits := newFitViews(len(nodes))
-	s.s.views = fits
+	s.s.index = newFitIndex(len(nodes))
 	for i, obj := range nodes {
 		alloc := resVecOf(obj.Status.Allocatable)
 		n := &node{
-			idx:   i,
-			spec:  &workload.Node{Name: obj.Name, CPUMilli: alloc[resCPU], MemoryBytes: alloc[resMemory], Pods: alloc[resPods]},
-			obj:   obj,
-			alloc: alloc,
-			fit:   &fits[i],
+			idx:      i,
+			spec:     &workload.Node{Name: obj.Name, CPUMilli: alloc[resCPU], MemoryBytes: alloc[resMemory], Pods: alloc[resPods]},
+			obj:      obj,
+			alloc:    alloc,
+			fit:      &s.s.index.views[i],
+			fitIndex: &s.s.index,
 		}
 		n.syncFit()
 		n.balanceWithout = balanceOf(&n.req, &n.alloc)

@@ -155,7 +155,8 @@ func TestDefaultScoreProfile(t *testing.T) {
 }
 
 // TestSchedulerViewsMatchNodes checks that the scheduler's fitViews are the
-// nodes' own, in the nodes' order: pick reads views[i] for nodes[i].
+// nodes' own, in the nodes' order, and that the nodes keep the scheduler's
+// fitSets: pick reads views[i] and bit i of a fitSet for nodes[i].
 func TestSchedulerViewsMatchNodes(t *testing.T) {
 	w, err := workload.Synthetic(workload.SyntheticParams{Seed: 1, Nodes: 20, Duration: time.Hour})
 	if err != nil {
@@ -166,11 +167,11 @@ func TestSchedulerViewsMatchNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.sched.views) != len(r.nodes) {
-		t.Fatalf("%d fitViews for %d nodes", len(r.sched.views), len(r.nodes))
+	if len(r.sched.index.views) != len(r.nodes) {
+		t.Fatalf("%d fitViews for %d nodes", len(r.sched.index.views), len(r.nodes))
 	}
 	for i, n := range r.nodes {
-		if n.fit != &r.sched.views[i] {
+		if n.idx != i || n.fit != &r.sched.index.views[i] || n.fitIndex != &r.sched.index {
 			t.Fatalf("node %d (%s) does not own the scheduler's fitView %d", i, n.spec.Name, i)
 		}
 	}

@@ -1,0 +1,236 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+)
+
+// linearPick is pick as it was before fitSets: every node checked in
+// turn from nextStart, until want passed or every node was checked.
+func linearPick(s *scheduler, p *pod, nodes []*node, now time.Time) *node {
+	n := len(nodes)
+	if n == 0 {
+		return nil
+	}
+	want := numFeasibleNodesToFind(n)
+	s.feasible = s.feasible[:0]
+	processed := 0
+	j := s.nextStart % n
+	for i := 0; i < n && len(s.feasible) < want; i++ {
+		processed++
+		if fitsView(p, &s.index.views[j], now) && s.fitsLoad(p, nodes[j], now) {
+			s.feasible = append(s.feasible, nodes[j])
+		}
+		if j++; j == n {
+			j = 0
+		}
+	}
+	s.nextStart = (s.nextStart + processed) % n
+	switch len(s.feasible) {
+	case 0:
+		return nil
+	case 1:
+		return s.feasible[0]
+	}
+	var best *node
+	bestScore, ties := int64(-1), 0
+	for _, nd := range s.feasible {
+		sc := s.score(p, nd, now)
+		switch {
+		case sc > bestScore:
+			best, bestScore, ties = nd, sc, 1
+		case sc == bestScore:
+			ties++
+			if s.rng.IntN(ties) == 0 {
+				best = nd
+			}
+		}
+	}
+	return best
+}
+
+// TestPickMatchesLinearScan holds pick, which walks the fitSet of the
+// pod's request, to the linear scan over random clusters (sizes about a
+// 64-node word and kube-scheduler's sampling threshold, some with
+// LoadAware and NodeMetrics that fail its filter), random pods (BestEffort
+// ones included) and random changes between picks: pods placed where pick
+// sent them and anywhere else, pods removed, tier allocatable published,
+// memory pressure set and passing. Two Schedulers over the same nodes and
+// seed, one picking each way, must find the same feasible nodes in the
+// same order, start the next cycle at the same node and pick the same
+// node, every time.
+func TestPickMatchesLinearScan(t *testing.T) {
+	start := time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
+	// The pods' shapes: few, so that fitSets are reused across changes.
+	shapes := []corev1.ResourceList{
+		{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+		{corev1.ResourceCPU: resource.MustParse("3500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		{corev1.ResourceMemory: resource.MustParse("6Gi")},
+		{extension.ResourceBatchCPU: resource.MustParse("2000"), extension.ResourceBatchMemory: resource.MustParse("2Gi")},
+		{extension.ResourceMidCPU: resource.MustParse("500"), extension.ResourceMidMemory: resource.MustParse("1Gi")},
+		nil, // BestEffort
+	}
+	for _, numNodes := range []int{1, 7, 63, 64, 65, 100, 128, 150, 200, 257, 300} {
+		for _, loadAware := range []bool{false, true} {
+			t.Run(fmt.Sprintf("nodes=%d,loadAware=%t", numNodes, loadAware), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(numNodes), 1))
+				objs := make([]*corev1.Node, numNodes)
+				for i := range objs {
+					objs[i] = &corev1.Node{
+						ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
+						Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+							corev1.ResourceCPU:            *resource.NewMilliQuantity(int64(2000+rng.IntN(14000)), resource.DecimalSI),
+							corev1.ResourceMemory:         *resource.NewQuantity(int64(4+rng.IntN(28))<<30, resource.BinarySI),
+							corev1.ResourcePods:           *resource.NewQuantity(int64(2+rng.IntN(10)), resource.DecimalSI),
+							extension.ResourceBatchCPU:    *resource.NewQuantity(int64(rng.IntN(8000)), resource.DecimalSI),
+							extension.ResourceBatchMemory: *resource.NewQuantity(int64(rng.IntN(16))<<30, resource.BinarySI),
+						}},
+					}
+				}
+				var fast, slow *Scheduler
+				if loadAware {
+					var err error
+					if fast, err = NewScheduler(DefaultLoadAwareSpec(), DefaultLoadAwareWeight, objs, 1); err != nil {
+						t.Fatal(err)
+					}
+					if slow, err = NewScheduler(DefaultLoadAwareSpec(), DefaultLoadAwareWeight, objs, 1); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					fast, slow = NewDefaultScheduler(objs, 1), NewDefaultScheduler(objs, 1)
+				}
+				// report gives every node a NodeMetric of random usage at
+				// now, which LoadAware's filter may refuse.
+				report := func(now time.Time) {
+					for _, obj := range objs {
+						nm := &v1alpha1.NodeMetric{
+							ObjectMeta: metav1.ObjectMeta{Name: obj.Name},
+							Status: v1alpha1.NodeMetricStatus{
+								UpdateTime: &metav1.Time{Time: now},
+								NodeMetric: &v1alpha1.NodeMetricInfo{NodeUsage: corev1.ResourceList{
+									corev1.ResourceCPU:    *resource.NewMilliQuantity(obj.Status.Allocatable.Cpu().MilliValue()*int64(rng.IntN(90))/100, resource.DecimalSI),
+									corev1.ResourceMemory: *resource.NewQuantity(obj.Status.Allocatable.Memory().Value()*int64(rng.IntN(90))/100, resource.BinarySI),
+								}},
+							},
+						}
+						if err := fast.SetNodeMetric(nm); err != nil {
+							t.Fatal(err)
+						}
+						if err := slow.SetNodeMetric(nm); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				newPods := func(seq int64) (*pod, *pod) {
+					obj := &corev1.Pod{
+						ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%d", seq)},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+							Requests: shapes[rng.IntN(len(shapes))],
+						}}}},
+					}
+					return newPod(obj, fast.la, seq), newPod(obj, slow.la, seq)
+				}
+				// placed[i] is a pod on both clusters, on the same node.
+				var placed [][2]*pod
+				place := func(fp, sp *pod, i int) {
+					fast.nodes[i].place(fp, fast.la, start)
+					slow.nodes[i].place(sp, slow.la, start)
+					placed = append(placed, [2]*pod{fp, sp})
+				}
+				now := start
+				var seq int64
+				for step := range 400 {
+					// A report every 10 steps, within LoadAware's 180 s
+					// expiry (steps are under 15 s).
+					if loadAware && step%10 == 0 {
+						report(now)
+					}
+					seq++
+					fp, sp := newPods(seq)
+					got := fast.s.pick(fp, fast.nodes, now)
+					want := linearPick(&slow.s, sp, slow.nodes, now)
+					if len(fast.s.feasible) != len(slow.s.feasible) {
+						t.Fatalf("step %d: %d feasible nodes, the linear scan found %d", step, len(fast.s.feasible), len(slow.s.feasible))
+					}
+					for i := range fast.s.feasible {
+						if fast.s.feasible[i].idx != slow.s.feasible[i].idx {
+							t.Fatalf("step %d: feasible node %d is %d, the linear scan's %d", step, i, fast.s.feasible[i].idx, slow.s.feasible[i].idx)
+						}
+					}
+					if fast.s.nextStart != slow.s.nextStart {
+						t.Fatalf("step %d: next start %d, the linear scan's %d", step, fast.s.nextStart, slow.s.nextStart)
+					}
+					if (got == nil) != (want == nil) || got != nil && got.idx != want.idx {
+						t.Fatalf("step %d: picked %s, the linear scan %s", step, nodeName(got), nodeName(want))
+					}
+					if got != nil {
+						place(fp, sp, got.idx)
+					}
+					// Change the clusters the same way.
+					for range rng.IntN(4) {
+						i := rng.IntN(numNodes)
+						switch rng.IntN(5) {
+						case 0: // a pod placed without a pick, fit or not
+							seq++
+							fp, sp := newPods(seq)
+							place(fp, sp, i)
+						case 1, 2:
+							if len(placed) > 0 {
+								k := rng.IntN(len(placed))
+								fast.nodes[placed[k][0].node.idx].remove(placed[k][0], now)
+								slow.nodes[placed[k][1].node.idx].remove(placed[k][1], now)
+								placed[k] = placed[len(placed)-1]
+								placed = placed[:len(placed)-1]
+							}
+						case 3: // tier allocatable published
+							mid, batch := int64(rng.IntN(4000)), int64(rng.IntN(8000))
+							for _, n := range []*node{fast.nodes[i], slow.nodes[i]} {
+								n.alloc[resMidCPU], n.alloc[resBatchCPU] = mid, batch
+								n.syncFit()
+							}
+						case 4:
+							for _, n := range []*node{fast.nodes[i], slow.nodes[i]} {
+								n.pressureUntil = now.Add(memoryPressurePeriod)
+								n.syncFit()
+							}
+						}
+					}
+					now = now.Add(time.Duration(rng.IntN(15)) * time.Second)
+				}
+			})
+		}
+	}
+}
+
+// nodeName is n's name, or "no node".
+func nodeName(n *node) string {
+	if n == nil {
+		return "no node"
+	}
+	return n.spec.Name
+}
