@@ -45,7 +45,6 @@ import (
 func TestLoadAwareEstimateGivesWay(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
-	ctx := t.Context()
 	const node = "ee-0"
 	c.CreateNodes(t, "ee", 1, testutil.NodeOptions{
 		Capacity: corev1.ResourceList{
@@ -82,32 +81,13 @@ func TestLoadAwareEstimateGivesWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	go func() {
-		ticker := time.NewTicker(2 * time.Second)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-			if err := write(); err != nil && ctx.Err() == nil {
-				t.Errorf("Reporting the NodeMetric: %v", err)
-			}
-		}
-	}()
+	go reportEvery(t, 2*time.Second, write)
 
 	createLAPod(t, c, "waiting", testutil.SchedulerName, node, nil)
 	// Refused while the placed pods are young in the average.
 	pendingWith(t, c, "waiting", "node(s) cpu usage exceed threshold")
 	refusedAfter := time.Since(start)
-	testutil.Eventually(t, 90*time.Second, 250*time.Millisecond, func() (bool, error) {
-		p, err := c.Kube.CoreV1().Pods(laNamespace).Get(ctx, "waiting", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return p.Spec.NodeName == node, fmt.Errorf("pod waiting is on %q", p.Spec.NodeName)
-	}, "waiting for the pod to go once the reports cover the placed pods (refused %s after the first report listing them)", refusedAfter.Round(time.Second))
+	waitOnNode(t, c, "waiting", node, 90*time.Second, "waiting for the pod to go once the reports cover the placed pods (refused %s after the first report listing them)", refusedAfter.Round(time.Second))
 	t.Logf("refused %s and bound %s after the first report listing the placed pods", refusedAfter.Round(time.Second), time.Since(start).Round(time.Second))
 }
 
@@ -125,7 +105,6 @@ func TestLoadAwareEstimateGivesWay(t *testing.T) {
 func TestLoadAwareForcedWindowEnds(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
-	ctx := t.Context()
 	const node = "fw-0"
 	c.CreateNodes(t, "fw", 1, testutil.NodeOptions{
 		Capacity: corev1.ResourceList{
@@ -156,20 +135,7 @@ func TestLoadAwareForcedWindowEnds(t *testing.T) {
 	if err := write(); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		ticker := time.NewTicker(2 * time.Second)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-			if err := write(); err != nil && ctx.Err() == nil {
-				t.Errorf("Reporting the NodeMetric: %v", err)
-			}
-		}
-	}()
+	go reportEvery(t, 2*time.Second, write)
 	c.StartScheduler(t, profiles)
 	c.CreateNamespace(t, laNamespace, nil)
 
@@ -187,12 +153,37 @@ func TestLoadAwareForcedWindowEnds(t *testing.T) {
 	createLAPod(t, c, "waiting", testutil.SchedulerName, node, nil)
 	pendingWith(t, c, "waiting", "node(s) cpu usage exceed threshold")
 	refusedAfter := time.Since(start)
-	testutil.Eventually(t, window+90*time.Second, 250*time.Millisecond, func() (bool, error) {
-		p, err := c.Kube.CoreV1().Pods(laNamespace).Get(ctx, "waiting", metav1.GetOptions{})
+	waitOnNode(t, c, "waiting", node, window+90*time.Second, "waiting for the pod to go once the placed pods' %s windows end (refused %s after they were bound)", window, refusedAfter.Round(time.Second))
+	t.Logf("refused %s and bound %s after the placed pods were bound (window %s)", refusedAfter.Round(time.Second), time.Since(start).Round(time.Second), window)
+}
+
+// reportEvery calls write every interval until the test ends, as an
+// agent reports.
+func reportEvery(t *testing.T, interval time.Duration, write func() error) {
+	ctx := t.Context()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if err := write(); err != nil && ctx.Err() == nil {
+			t.Errorf("Reporting the NodeMetric: %v", err)
+		}
+	}
+}
+
+// waitOnNode waits up to timeout for the test's pod name to be bound to
+// node; msg and args say what the test waits for.
+func waitOnNode(t *testing.T, c *testutil.Cluster, name, node string, timeout time.Duration, msg string, args ...any) {
+	t.Helper()
+	testutil.Eventually(t, timeout, 250*time.Millisecond, func() (bool, error) {
+		p, err := c.Kube.CoreV1().Pods(laNamespace).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		return p.Spec.NodeName == node, fmt.Errorf("pod waiting is on %q", p.Spec.NodeName)
-	}, "waiting for the pod to go once the placed pods' %s windows end (refused %s after they were bound)", window, refusedAfter.Round(time.Second))
-	t.Logf("refused %s and bound %s after the placed pods were bound (window %s)", refusedAfter.Round(time.Second), time.Since(start).Round(time.Second), window)
+		return p.Spec.NodeName == node, fmt.Errorf("pod %s is on %q", name, p.Spec.NodeName)
+	}, msg, args...)
 }
