@@ -276,6 +276,13 @@ func (s *scheduler) pick(p *pod, nodes []*node, now time.Time) *node {
 		processed = n - start + j + 1
 	}
 	s.nextStart = (s.nextStart + processed) % n
+	return s.best(p, now)
+}
+
+// best returns the feasible node (s.feasible) that scores highest for p,
+// ties broken at random as kube-scheduler's selectHost does; nil when
+// none is feasible.
+func (s *scheduler) best(p *pod, now time.Time) *node {
 	switch len(s.feasible) {
 	case 0:
 		return nil

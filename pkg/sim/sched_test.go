@@ -51,27 +51,7 @@ func linearPick(s *scheduler, p *pod, nodes []*node, now time.Time) *node {
 		}
 	}
 	s.nextStart = (s.nextStart + processed) % n
-	switch len(s.feasible) {
-	case 0:
-		return nil
-	case 1:
-		return s.feasible[0]
-	}
-	var best *node
-	bestScore, ties := int64(-1), 0
-	for _, nd := range s.feasible {
-		sc := s.score(p, nd, now)
-		switch {
-		case sc > bestScore:
-			best, bestScore, ties = nd, sc, 1
-		case sc == bestScore:
-			ties++
-			if s.rng.IntN(ties) == 0 {
-				best = nd
-			}
-		}
-	}
-	return best
+	return s.best(p, now)
 }
 
 // TestPickMatchesLinearScan holds pick, which walks the fitSet of the
