@@ -111,6 +111,76 @@ func (h *Harm) latencyFactor(prod, nonProd, competing, avail, capacity int64) fl
 	return l * (1 + mmcWait(shared, cores)) / (1 + mmcWait(rho, cores))
 }
 
+// latencyFactorOn is latencyFactor for a node whose queueing terms t
+// remembers (nil: none do), bit for bit the same value.
+func (h *Harm) latencyFactorOn(t *waitTable, prod, nonProd, competing, avail, capacity int64) float64 {
+	if t == nil || competing == 0 {
+		return h.latencyFactor(prod, nonProd, competing, avail, capacity)
+	}
+	b := float64(nonProd) / float64(capacity)
+	rho := float64(prod) / float64(avail)
+	l := 1 + h.InterferencePercent/100*b*rho
+	return l * t.onePlusWait(prod+competing) / t.onePlusWait(prod)
+}
+
+// waitTable remembers 1 + mmcWait(k ÷ avail, cores) for the integer
+// loads k millicores of one node shape (its capacity, and avail of it
+// for pods), as runNode meets them. runNode's ρ and ρ_shared are whole
+// millicores over the same avail, so an entry is exactly what
+// latencyFactor computes -- the same division, the same math.Pow -- and
+// the harm model's two math.Pow calls per contended node-step, the
+// largest part of its cost, become two loads.
+type waitTable struct {
+	avail int64
+	cores float64
+	// w[k] is 1 + mmcWait(k ÷ avail, cores) once computed, 0 before (a
+	// computed entry is at least 1).
+	w []float64
+}
+
+func (t *waitTable) onePlusWait(k int64) float64 {
+	if k < 0 || k >= int64(len(t.w)) {
+		return 1 + mmcWait(float64(k)/float64(t.avail), t.cores)
+	}
+	if v := t.w[k]; v != 0 {
+		return v
+	}
+	v := 1 + mmcWait(float64(k)/float64(t.avail), t.cores)
+	t.w[k] = v
+	return v
+}
+
+// waitTables hands out one waitTable per node shape.
+type waitTables struct {
+	byShape map[[2]int64]*waitTable
+	entries int
+}
+
+// maxWaitEntries bounds the memory of a run's wait tables (8 bytes an
+// entry: 64 MiB): a cluster of many large, distinct node shapes computes
+// the terms instead.
+const maxWaitEntries = 8 << 20
+
+// forNode is the table of a node with capacity millicores, avail of them
+// for pods; nil (compute the terms) past maxWaitEntries, or when the
+// node has no CPU for pods.
+func (ts *waitTables) forNode(capacity, avail int64) *waitTable {
+	key := [2]int64{capacity, avail}
+	if t, ok := ts.byShape[key]; ok {
+		return t
+	}
+	if avail <= 0 || capacity <= 0 || ts.entries+int(avail)+1 > maxWaitEntries {
+		return nil
+	}
+	if ts.byShape == nil {
+		ts.byShape = map[[2]int64]*waitTable{}
+	}
+	t := &waitTable{avail: avail, cores: float64(capacity) / 1000, w: make([]float64, avail+1)}
+	ts.entries += len(t.w)
+	ts.byShape[key] = t
+	return t
+}
+
 // mmcWait is the mean wait of an M/M/c queue at utilisation rho, in
 // service times, by Sakasegawa's approximation ρ^√(2(c+1)) ÷ (c(1 − ρ))
 // ÷ ρ; rho is held below maxRho (a full CPU is a queue that grows without

@@ -17,6 +17,8 @@ limitations under the License.
 package sim
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -169,5 +171,70 @@ func TestCFSStarvesProdOverItsRequest(t *testing.T) {
 				t.Errorf("%s: Prod work not served %.1f core-s, want %.1f", tc.policy, s.ProdShortfallCoreSeconds, want)
 			}
 		}
+	}
+}
+
+// TestWaitTableIsLatencyFactor holds the remembered queueing terms to the
+// formula: for node shapes of every size and loads up to and past what the
+// node can give pods, latencyFactorOn returns latencyFactor's value bit for
+// bit, whether the entries are computed in the call or remembered from an
+// earlier one, and two shapes never share entries.
+func TestWaitTableIsLatencyFactor(t *testing.T) {
+	h := DefaultHarm()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ts waitTables
+	type shape struct{ capacity, avail int64 }
+	shapes := []shape{{2000, 1800}, {2000, 1900}, {4000, 4000}, {32000, 31000}, {64000, 63000}, {96000, 95500}, {1000, 1}}
+	for range 20 {
+		c := 1000 + rng.Int64N(128000)
+		shapes = append(shapes, shape{c, 1 + rng.Int64N(c)})
+	}
+	for round := range 2 { // the second round reads what the first wrote
+		for _, s := range shapes {
+			tab := ts.forNode(s.capacity, s.avail)
+			if tab == nil {
+				t.Fatalf("no table for %+v", s)
+			}
+			if tab.avail != s.avail {
+				t.Fatalf("shape %+v got the table of avail %d", s, tab.avail)
+			}
+			for range 500 {
+				prod := rng.Int64N(s.avail + 1)
+				competing := rng.Int64N(s.avail - prod + 1)
+				if rng.IntN(10) == 0 {
+					competing += rng.Int64N(s.avail + 1) // past avail: not in the table
+				}
+				nonProd := competing + rng.Int64N(s.capacity)
+				want := h.latencyFactor(prod, nonProd, competing, s.avail, s.capacity)
+				got := h.latencyFactorOn(tab, prod, nonProd, competing, s.avail, s.capacity)
+				if math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("round %d, shape %+v, prod %d, nonProd %d, competing %d: %v, want %v",
+						round, s, prod, nonProd, competing, got, want)
+				}
+			}
+		}
+	}
+	if got := h.latencyFactorOn(nil, 500, 300, 200, 1800, 2000); got != h.latencyFactor(500, 300, 200, 1800, 2000) {
+		t.Errorf("without a table: %v", got)
+	}
+}
+
+// TestWaitTablesBoundMemory: past maxWaitEntries a node gets no table (its
+// terms are computed), and a shape met again reuses its table.
+func TestWaitTablesBoundMemory(t *testing.T) {
+	var ts waitTables
+	a := ts.forNode(64000, 63000)
+	if a == nil || ts.forNode(64000, 63000) != a {
+		t.Fatal("a shape met twice must share one table")
+	}
+	if ts.forNode(64000, 0) != nil {
+		t.Error("a node with no CPU for pods needs no table")
+	}
+	big := int64(maxWaitEntries) // 8 Mi millicores: one table alone passes the bound
+	if ts.forNode(big+1000, big) != nil {
+		t.Errorf("a table of %d entries was made past the bound of %d", big+1, maxWaitEntries)
+	}
+	if ts.entries > maxWaitEntries {
+		t.Errorf("%d entries kept, bound %d", ts.entries, maxWaitEntries)
 	}
 }

@@ -60,6 +60,10 @@ type run struct {
 	// (podHot.demand), and services the services themselves.
 	demands  []workload.Demand
 	services []*workload.Service
+	// waits[i] remembers the harm model's queueing terms for nodes[i]'s
+	// shape (nil: computed each time), from waitTables.
+	waits      []*waitTable
+	waitTables waitTables
 
 	steps        int
 	stepSec      int64
@@ -183,6 +187,10 @@ func newRun(cfg *Config, w *workload.Workload, p Policy) (*run, error) {
 	}
 	if err := r.buildNodes(); err != nil {
 		return nil, err
+	}
+	r.waits = make([]*waitTable, len(r.nodes))
+	for i, n := range r.nodes {
+		r.waits[i] = r.waitTables.forNode(n.spec.CPUMilli, max(n.spec.CPUMilli-n.spec.SystemCPUMilli, 0))
 	}
 	r.jobs = make([]jobState, len(w.Jobs))
 	for i := range w.Jobs {
@@ -807,7 +815,7 @@ func (r *run) runNode(n *node, sec int64) {
 	var latency float64
 	if prodPods > 0 {
 		nonProd := usage - n.spec.SystemCPUMilli - prodUse
-		latency = r.cfg.Harm.latencyFactor(prodUse, nonProd, competing, avail, n.spec.CPUMilli)
+		latency = r.cfg.Harm.latencyFactorOn(r.waits[n.idx], prodUse, nonProd, competing, avail, n.spec.CPUMilli)
 		if latency > r.cfg.Harm.SLOLatencyFactor {
 			violating = prodPods
 		}
