@@ -758,7 +758,10 @@ func (r *run) runNode(n *node, sec int64) {
 			prodWant += want
 			prodUse += d
 			prodPods++
-			if float64(d) < float64(want)*starvedBelow {
+			// d ≤ want, and starvedBelow ≤ 1: a pod given all it wants
+			// (the rule: Prod is never throttled) is not starved, and
+			// needs no float comparison to say so.
+			if d < want && float64(d) < float64(want)*starvedBelow {
 				starved++
 			}
 		case kindBatch:
@@ -787,7 +790,7 @@ func (r *run) runNode(n *node, sec int64) {
 			switch p.kind {
 			case kindService:
 				prodUse += u
-				if float64(u) < float64(p.wantCPU)*starvedBelow {
+				if u < int64(p.wantCPU) && float64(u) < float64(p.wantCPU)*starvedBelow {
 					starved++
 				}
 			case kindBatch:
