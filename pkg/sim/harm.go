@@ -223,18 +223,17 @@ func cfsShare(avail int64, demand, weight []int64, got []int64, active []int) {
 		copy(got, demand)
 		return
 	}
+	// w is Σ weight over active, kept as claims leave it.
 	active = active[:0]
+	var w int64
 	for i, d := range demand {
 		if d > 0 {
 			active = append(active, i)
+			w += weight[i]
 		}
 	}
 	left := avail
 	for len(active) > 0 && left > 0 {
-		var w int64
-		for _, i := range active {
-			w += weight[i]
-		}
 		level := float64(left) / float64(w)
 		kept := active[:0]
 		satisfied := false
@@ -242,6 +241,7 @@ func cfsShare(avail int64, demand, weight []int64, got []int64, active []int) {
 			if float64(demand[i]) <= level*float64(weight[i]) {
 				got[i] = demand[i]
 				left -= demand[i]
+				w -= weight[i]
 				satisfied = true
 				continue
 			}

@@ -856,6 +856,11 @@ func (r *run) shareCPU(n *node, avail int64) {
 			p.usageCPU = int32(s.got[i])
 		}
 	}
+	if s.demand[be] == 0 {
+		// No BestEffort pod wants CPU (on the baselines, none is
+		// there): each kept its usage, the allowed 0.
+		return
+	}
 	// Inside the besteffort cgroup.
 	s.reset(len(n.hot))
 	for i := range n.hot {
