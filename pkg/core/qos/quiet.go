@@ -35,12 +35,11 @@ package qos
 // Quiet does not look at the candidates: the caller must know that none
 // holds a quota, since Plan would restore or release it.
 func (p *Planner) Quiet(node NodeState, h Hysteresis) bool {
-	for _, l := range p.waterlines.Lines {
-		if l.Action == ActionThrottleUp {
-			continue
-		}
-		u, ok := node.Usage[l.Metric]
-		if !ok || u > l.Value {
+	// Every line with a counter is at or above the lowest one of its
+	// metric.
+	for i, m := range p.counters.metrics {
+		u, ok := node.Usage[m]
+		if !ok || u > p.quietUnder[i] {
 			return false
 		}
 	}
@@ -50,4 +49,10 @@ func (p *Planner) Quiet(node NodeState, h Hysteresis) bool {
 		}
 	}
 	return true
+}
+
+// advance is Waterlines.Advance of the planner's waterlines, appending
+// the counters to buf[:0] (see counterLines.advance).
+func (p *Planner) advance(buf []Counter, h Hysteresis, usage NodeUsage) Hysteresis {
+	return p.counters.advance(buf, h, usage)
 }

@@ -176,3 +176,46 @@ func BenchmarkQuiet(b *testing.B) {
 		}
 	})
 }
+
+// quietByLines is Quiet's condition on the usage as its doc states it,
+// line by line.
+func quietByLines(p *Planner, usage NodeUsage) bool {
+	for _, l := range p.waterlines.Lines {
+		if l.Action == ActionThrottleUp {
+			continue
+		}
+		if u, ok := usage[l.Metric]; !ok || u > l.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// TestQuietAgreesWithLines holds Quiet, which compares each metric with
+// the lowest of its lines, to the comparison with every line, over random
+// waterlines and usage near them.
+func TestQuietAgreesWithLines(t *testing.T) {
+	quiet := 0
+	for seed := range uint64(2000) {
+		rng := rand.New(rand.NewPCG(seed, 46))
+		sc := randomScenario(t, rng, 1)
+		w := sc.planner.Waterlines()
+		usage := NodeUsage{}
+		if rng.IntN(10) != 0 {
+			usage[MetricCPU] = w.Capacity.CPUMilli * (40 + rng.Int64N(61)) / 100
+		}
+		if rng.IntN(10) != 0 {
+			usage[MetricMemory] = w.Capacity.MemoryBytes * (60 + rng.Int64N(41)) / 100
+		}
+		want := quietByLines(sc.planner, usage)
+		if got := sc.planner.Quiet(NodeState{Usage: usage}, Hysteresis{}); got != want {
+			t.Fatalf("seed %d: Quiet = %v with usage %v, want %v; lines %+v", seed, got, usage, want, w.Lines)
+		}
+		if want {
+			quiet++
+		}
+	}
+	if quiet < 100 {
+		t.Errorf("only %d quiet nodes: the generator does not exercise Quiet", quiet)
+	}
+}
