@@ -56,6 +56,19 @@ func (r *run) nodeQoS(n *node) {
 		r.setForbid(n, false)
 		return
 	}
+	// Most cycles of a node that throttled a while ago hold every quota
+	// (between the throttle and restore lines, or over the restore line
+	// with throttling off): the core tells so without the candidates, and
+	// the plan would only restate their quotas, act on no pod and count
+	// nothing in the stats. Its counters go to the plan's memory, which
+	// the next plan reuses.
+	next, forbid, held := n.planner.Held(state, n.hysteresis, r.plan.Hysteresis.Counters)
+	r.plan.Hysteresis = next
+	if held {
+		n.hysteresis.Counters = append(n.counters[:0], next.Counters...)
+		r.setForbid(n, forbid)
+		return
+	}
 	r.syncCandidates(n)
 	cands := n.cands
 	if r.step < n.pdbHeldUntil {

@@ -75,7 +75,8 @@ func (h Hysteresis) Active(a Action, m MetricName) bool { return h.Counter(a, m)
 // exist are dropped.
 func (w *Waterlines) Advance(h Hysteresis, usage NodeUsage) Hysteresis {
 	cl := w.counterLines()
-	return cl.advance(nil, h, usage)
+	next, _ := cl.advance(nil, h, usage)
+	return next
 }
 
 // counterLine is a line with a counter of its own (forbid scheduling,
@@ -161,17 +162,35 @@ func (cl *counterLines) read(dst []reading, usage NodeUsage) []reading {
 	return dst
 }
 
+// cycleState is what the counters advanced with one sample say of the
+// cycle Plan plans with them: which actions are on, and whether the
+// throttle lines hold every quota (Planner.Held).
+type cycleState struct {
+	// forbid: a forbid-scheduling counter is on.
+	forbid bool
+	// evicting: an evict counter is on.
+	evicting bool
+	// throttling: a throttle counter is on; throttleActs: one of those
+	// has its metric missing or over its throttle line, so Plan throttles.
+	throttling, throttleActs bool
+	// restoreHeld: some throttle line has its metric missing or over its
+	// restore line, so Plan restores nothing.
+	restoreHeld bool
+}
+
 // advance is Waterlines.Advance with the counter lines resolved, appending
 // the counters to buf[:0]; buf must not share memory with h. A nil buf is
-// allocated once, when the first counter is kept.
-func (cl *counterLines) advance(buf []Counter, h Hysteresis, usage NodeUsage) Hysteresis {
+// allocated once, when the first counter is kept. It also sums up the
+// cycle the new counters plan.
+func (cl *counterLines) advance(buf []Counter, h Hysteresis, usage NodeUsage) (Hysteresis, cycleState) {
 	var stack [4]reading
 	return cl.advanceRead(buf, h, cl.read(stack[:0], usage))
 }
 
 // advanceRead is advance with the usage of cl.metrics read.
-func (cl *counterLines) advanceRead(buf []Counter, h Hysteresis, usage []reading) Hysteresis {
+func (cl *counterLines) advanceRead(buf []Counter, h Hysteresis, usage []reading) (Hysteresis, cycleState) {
 	next := Hysteresis{Counters: buf[:0]}
+	var st cycleState
 	// h.Counters[:j] are the counters of earlier lines (distinct only).
 	j := 0
 	for i := range cl.lines {
@@ -198,10 +217,22 @@ func (cl *counterLines) advanceRead(buf []Counter, h Hysteresis, usage []reading
 			}
 			next.Counters = append(next.Counters, c)
 		}
+		switch l.action {
+		case ActionForbidScheduling:
+			st.forbid = st.forbid || c.Active
+		case ActionEvict:
+			st.evicting = st.evicting || c.Active
+		case ActionThrottleDown:
+			if c.Active {
+				st.throttling = true
+				st.throttleActs = st.throttleActs || !u.ok || u.value > l.trigger
+			}
+			st.restoreHeld = st.restoreHeld || !u.ok || u.value > l.release
+		}
 	}
 	// w.Lines is ordered by action and metric, so the counters are too: the
 	// state serialises the same way every time.
-	return next
+	return next, st
 }
 
 func step(c Counter, usage int64, l *counterLine) Counter {

@@ -276,7 +276,7 @@ func TestAdvanceAgreesWithLookup(t *testing.T) {
 			if diff := cmp.Diff(want, w.Advance(h, usage), cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("seed %d sample %d: Advance differs from the lookup (-lookup +Advance):\n%s", seed, sample, diff)
 			}
-			got := cl.advance(buf, h, usage)
+			got, _ := cl.advance(buf, h, usage)
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("seed %d sample %d: resolved counter lines differ from the lookup (-lookup +resolved):\n%s", seed, sample, diff)
 			}
