@@ -35,6 +35,15 @@ package qos
 // Quiet does not look at the candidates: the caller must know that none
 // holds a quota, since Plan would restore or release it.
 func (p *Planner) Quiet(node NodeState, h Hysteresis) bool {
+	return p.QuietUsage(node) && h.Settled()
+}
+
+// QuietUsage is the half of Quiet that reads the node: every metric with
+// a forbid-scheduling, throttle or evict line is measured and at or under
+// each of those lines. Quiet is QuietUsage and h.Settled(); a caller that
+// keeps whether its hysteresis is settled beside it need not read the
+// counters every cycle.
+func (p *Planner) QuietUsage(node NodeState) bool {
 	// Every line with a counter is at or above the lowest one of its
 	// metric.
 	for i, m := range p.counters.metrics {
@@ -43,6 +52,12 @@ func (p *Planner) Quiet(node NodeState, h Hysteresis) bool {
 			return false
 		}
 	}
+	return true
+}
+
+// Settled reports whether no counter of h is on or has counted a sample
+// over its line: the half of Quiet that reads the hysteresis.
+func (h Hysteresis) Settled() bool {
 	for _, c := range h.Counters {
 		if c.Active || c.Over > 0 {
 			return false
