@@ -52,8 +52,23 @@ func (r *run) nodeQoS(n *node) {
 		n.tokens = min(n.maxPerMin, n.tokens+n.maxPerMin*r.qosInterval().Minutes())
 	}
 	state := qos.NodeState{Usage: r.usage, CPUWindow: n.window.average(&r.window)}
-	if n.throttled == 0 && n.planner.Quiet(state, n.hysteresis) {
+	// Quiet, with the half that reads the counters kept in n.unsettled.
+	if n.throttled == 0 && !n.unsettled && n.planner.QuietUsage(state) {
 		r.setForbid(n, false)
+		return
+	}
+	// Most cycles of a node that throttled a while ago hold every quota
+	// (between the throttle and restore lines, or over the restore line
+	// with throttling off): the core tells so without the candidates, and
+	// the plan would only restate their quotas, act on no pod and count
+	// nothing in the stats. Its counters go to the plan's memory, which
+	// the next plan reuses.
+	next, forbid, held := n.planner.Held(state, n.hysteresis, r.plan.Hysteresis.Counters)
+	r.plan.Hysteresis = next
+	if held {
+		n.hysteresis.Counters = append(n.counters[:0], next.Counters...)
+		n.unsettled = !n.hysteresis.Settled()
+		r.setForbid(n, forbid)
 		return
 	}
 	r.syncCandidates(n)
@@ -69,6 +84,7 @@ func (r *run) nodeQoS(n *node) {
 	// The counters are kept in the node: Quiet reads them every cycle,
 	// and a fresh allocation per plan is a cache miss per node and step.
 	n.hysteresis.Counters = append(n.counters[:0], plan.Hysteresis.Counters...)
+	n.unsettled = !n.hysteresis.Settled()
 	r.setForbid(n, plan.ForbidScheduling)
 	var wide *widening
 	if r.policy == PolicyEvictAll {

@@ -21,6 +21,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
 
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
@@ -106,6 +109,48 @@ func TestExcessKeptAgreesWithSum(t *testing.T) {
 		}
 		if checked == 0 {
 			t.Errorf("estimates for %v: no node had a fresh excess to check", after)
+		}
+	}
+}
+
+// TestUnsettledKeptWithHysteresis holds node.unsettled, which nodeQoS
+// keeps beside the node's QoS hysteresis so that the quiet check reads no
+// counter, to the hysteresis itself, on every node at every step of a
+// busy synthetic cluster under waterline and evict-all, with CPU lines
+// low enough for nodes to cross them both ways.
+func TestUnsettledKeptWithHysteresis(t *testing.T) {
+	w, err := workload.Synthetic(workload.SyntheticParams{Seed: 3, Nodes: 12, Duration: 3 * time.Hour, BatchLoadPercent: 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Policy{PolicyWaterline, PolicyEvictAll} {
+		r := newConfiguredRun(t, w, p, func(cfg *Config) {
+			cfg.NodeQOS = DefaultNodeQOS()
+			cfg.NodeQOS[0].Spec.CPU = &v1alpha1.CPUWaterlines{
+				ForbidSchedulingPercent: ptr.To[int32](45), ThrottlePercent: ptr.To[int32](45),
+				RestorePercent: ptr.To[int32](35), EvictPercent: ptr.To[int32](60),
+			}
+		})
+		unsettled, settled := 0, 0
+		for r.step = 0; r.step < r.steps; r.step++ {
+			if err := r.oneStep(); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range r.nodes {
+				want := !n.hysteresis.Settled()
+				if n.unsettled != want {
+					t.Fatalf("%s, step %d, node %s: unsettled %v, hysteresis %+v", p, r.step, n.spec.Name, n.unsettled, n.hysteresis)
+				}
+				switch {
+				case want:
+					unsettled++
+				case len(n.hysteresis.Counters) > 0:
+					settled++
+				}
+			}
+		}
+		if unsettled == 0 || settled == 0 {
+			t.Errorf("%s: %d node-steps unsettled, %d settled with counters: the check saw too little", p, unsettled, settled)
 		}
 	}
 }

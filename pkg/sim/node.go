@@ -308,6 +308,9 @@ type node struct {
 	// candidates' usage is written into cands (syncCandidates) only then.
 	candS     []candSample
 	throttled int // pods with a quota
+	// unsettled is !hysteresis.Settled(), kept with it: the quiet check
+	// of every cycle then reads no counter (nodeQoS).
+	unsettled bool
 	// be is the candidates' CPU sample sampleCandidates took this step;
 	// beFresh says no candidate left since.
 	be      qos.BECPU

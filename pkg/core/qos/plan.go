@@ -18,6 +18,7 @@ package qos
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 )
@@ -167,6 +168,11 @@ type Planner struct {
 	forbid, throttle, evict []Line
 	throttleFallback        *Metric
 	evictFallback           *Metric
+	// counters are the lines with counters, resolved for advancing them.
+	counters counterLines
+	// quietUnder[i] is the lowest line with a counter of metric
+	// counters.metrics[i]: the node is quiet only at or under it (Quiet).
+	quietUnder []int64
 	// terse: leave every reason empty (Terse).
 	terse bool
 }
@@ -184,6 +190,14 @@ func NewPlanner(reg *Registry, waterlines *Waterlines) (*Planner, error) {
 	p := &Planner{waterlines: *waterlines, metrics: reg.Metrics()}
 	p.waterlines.Lines = slices.Clone(waterlines.Lines)
 	p.waterlines.ProtectedNamespaces = slices.Clone(waterlines.ProtectedNamespaces)
+	p.counters = p.waterlines.counterLines()
+	p.quietUnder = make([]int64, len(p.counters.metrics))
+	for i := range p.quietUnder {
+		p.quietUnder[i] = math.MaxInt64
+	}
+	for _, l := range p.counters.lines {
+		p.quietUnder[l.m] = min(p.quietUnder[l.m], l.trigger)
+	}
 	for i := range p.metrics {
 		m := &p.metrics[i]
 		if m.Throttleable && p.throttleFallback == nil {
@@ -289,7 +303,7 @@ func (p *Planner) PlanInto(dst *Plan, node NodeState, candidates []Candidate, h 
 		counters = nil
 	}
 	*dst = Plan{
-		Hysteresis: p.waterlines.advance(counters, h, node.Usage),
+		Hysteresis: p.advance(counters, h, node.Usage),
 		Evictions:  dst.Evictions[:0],
 		Outcomes:   dst.Outcomes[:0],
 		Reasons:    dst.Reasons[:0],

@@ -19,9 +19,11 @@ package qos
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
@@ -175,4 +177,143 @@ func BenchmarkQuiet(b *testing.B) {
 			_ = p.Plan(node, pods, h)
 		}
 	})
+}
+
+// TestHeldAgreesWithPlan holds Held to Plan over random nodes, pods and
+// states: the hysteresis is always Plan's, and a cycle Held calls held
+// is one whose plan changes no quota, evicts no pod and forbids
+// scheduling as Held says.
+func TestHeldAgreesWithPlan(t *testing.T) {
+	heldThrottling, heldRestoring := 0, 0
+	for seed := range uint64(4000) {
+		rng := rand.New(rand.NewPCG(seed, 45))
+		sc := randomScenario(t, rng, rng.IntN(30))
+		w := sc.planner.Waterlines()
+		if rng.IntN(4) != 0 {
+			sc.h = randomCounters(rng, &w)
+		}
+		if _, ok := sc.node.Usage[MetricCPU]; ok && rng.IntN(2) == 0 {
+			// Between the lines, where quotas are held, more often than
+			// the pods' usage would put the node there.
+			sc.node.Usage[MetricCPU] = w.Capacity.CPUMilli * (40 + rng.Int64N(50)) / 100
+		}
+		if _, ok := sc.node.Usage[MetricMemory]; ok && rng.IntN(2) == 0 {
+			sc.node.Usage[MetricMemory] = w.Capacity.MemoryBytes * rng.Int64N(70) / 100
+		}
+		plan := sc.planner.Plan(sc.node, sc.pods, sc.h)
+		next, forbid, held := sc.planner.Held(sc.node, sc.h, nil)
+		if diff := cmp.Diff(plan.Hysteresis, next, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("seed %d: Held's hysteresis differs from Plan's (-Plan +Held):\n%s", seed, diff)
+		}
+		if !held {
+			continue
+		}
+		if _, ok := plan.Outcome(ActionThrottleDown, MetricCPU); ok {
+			heldThrottling++
+		} else {
+			heldRestoring++
+		}
+		want := decisionOf(plan)
+		if diff := cmp.Diff(want, decision{Forbid: forbid, Quotas: map[string]int64{}}); diff != "" {
+			t.Fatalf("seed %d: Held holds a cycle that Plan acts in (-Plan +Held):\n%s", seed, diff)
+		}
+	}
+	// Both kinds of held cycle must occur, or the agreement was checked
+	// on nothing.
+	if heldThrottling < 50 || heldRestoring < 50 {
+		t.Errorf("held %d cycles throttling and %d restoring: the generator does not exercise Held", heldThrottling, heldRestoring)
+	}
+}
+
+// TestHeldSkipsNothing runs two shells side by side over random usage
+// walks, as TestQuietSkipsNothing does: one plans every cycle, the other
+// takes the hysteresis and ForbidScheduling from Held whenever it says
+// the cycle is held. Every cycle both must decide the same and keep the
+// same state.
+func TestHeldSkipsNothing(t *testing.T) {
+	p := quietLines(t)
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 2))
+			always, skipping := fourPods(), fourPods()
+			var hAlways, hSkipping Hysteresis
+			cpu, mem := int64(5000), 5*gib
+			held := 0
+			for cycle := range 2000 {
+				cpu = min(max(cpu+rng.Int64N(1601)-800, 0), 11000)
+				mem = min(max(mem+rng.Int64N(gib)-gib/2, 0), 10*gib)
+				node := NodeState{
+					Usage:     NodeUsage{MetricCPU: cpu, MetricMemory: mem},
+					CPUWindow: &CPUWindow{NodeCPUMilli: cpu, BE: SampleBECPU(node10.CPUMilli, cpu, always)},
+				}
+				full := p.Plan(node, always, hAlways)
+				want := decisionOf(full)
+				hAlways = full.Hysteresis
+				apply(always, full)
+
+				got := decision{Quotas: map[string]int64{}}
+				if next, forbid, ok := p.Held(node, hSkipping, nil); ok {
+					held++
+					got.Forbid, hSkipping = forbid, next
+				} else {
+					plan := p.Plan(node, skipping, hSkipping)
+					got = decisionOf(plan)
+					hSkipping = plan.Hysteresis
+					apply(skipping, plan)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("cycle %d (cpu %dm, memory %d): the skipping shell decided otherwise (-always +skipping):\n%s", cycle, cpu, mem, diff)
+				}
+				if !slices.Equal(hAlways.Counters, hSkipping.Counters) {
+					t.Fatalf("cycle %d (cpu %dm, memory %d): the skipping shell's state differs:\nalways   %+v\nskipping %+v", cycle, cpu, mem, hAlways.Counters, hSkipping.Counters)
+				}
+			}
+			if held == 0 {
+				t.Fatal("no cycle was held: the walk does not test Held")
+			}
+		})
+	}
+}
+
+// quietByLines is Quiet's condition on the usage as its doc states it,
+// line by line.
+func quietByLines(p *Planner, usage NodeUsage) bool {
+	for _, l := range p.waterlines.Lines {
+		if l.Action == ActionThrottleUp {
+			continue
+		}
+		if u, ok := usage[l.Metric]; !ok || u > l.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// TestQuietAgreesWithLines holds Quiet, which compares each metric with
+// the lowest of its lines, to the comparison with every line, over random
+// waterlines and usage near them.
+func TestQuietAgreesWithLines(t *testing.T) {
+	quiet := 0
+	for seed := range uint64(2000) {
+		rng := rand.New(rand.NewPCG(seed, 46))
+		sc := randomScenario(t, rng, 1)
+		w := sc.planner.Waterlines()
+		usage := NodeUsage{}
+		if rng.IntN(10) != 0 {
+			usage[MetricCPU] = w.Capacity.CPUMilli * (40 + rng.Int64N(61)) / 100
+		}
+		if rng.IntN(10) != 0 {
+			usage[MetricMemory] = w.Capacity.MemoryBytes * (60 + rng.Int64N(41)) / 100
+		}
+		want := quietByLines(sc.planner, usage)
+		if got := sc.planner.Quiet(NodeState{Usage: usage}, Hysteresis{}); got != want {
+			t.Fatalf("seed %d: Quiet = %v with usage %v, want %v; lines %+v", seed, got, usage, want, w.Lines)
+		}
+		if want {
+			quiet++
+		}
+	}
+	if quiet < 100 {
+		t.Errorf("only %d quiet nodes: the generator does not exercise Quiet", quiet)
+	}
 }
