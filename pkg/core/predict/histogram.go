@@ -155,7 +155,29 @@ func (l *Layout) bucket(v float64) int {
 
 // NewHistogram returns an empty histogram of the layout.
 func (l *Layout) NewHistogram() *Histogram {
-	return &Histogram{layout: l}
+	b := &histogramBlock{}
+	b.h.layout = l
+	b.h.weights = b.buckets[:0]
+	return &b.h
+}
+
+// inlineBuckets is how many buckets a histogram holds in its own
+// allocation (histogramBlock) before its weights move to one of their
+// own. 32 buckets span samples within a factor of Ratio^32 of each other
+// (4.8 at 1.05): a memory or steady CPU series never leaves them.
+const inlineBuckets = 32
+
+// histogramBlock allocates a histogram together with room for its first
+// buckets. Adding a sample reads the histogram and then one of its
+// buckets; a separate, small weights allocation lands far from the
+// histogram in the heap, and where many histograms are fed in turn (a
+// node's pods, every update) each sample then waits for two cache misses
+// instead of one. The weights slice points into buckets until it outgrows
+// them; only the slice is used, so a histogram behaves the same wherever
+// its weights live.
+type histogramBlock struct {
+	h       Histogram
+	buckets [inlineBuckets]float64
 }
 
 // Histogram is a decaying histogram of samples: a sample added at time t
@@ -420,7 +442,7 @@ func (h *Histogram) copyFrom(o *Histogram) {
 
 // Clone returns an independent copy of h.
 func (h *Histogram) Clone() *Histogram {
-	c := &Histogram{}
+	c := h.layout.NewHistogram()
 	c.copyFrom(h)
 	return c
 }
