@@ -332,6 +332,14 @@ type node struct {
 	// sysCPUHist and sysMemHist are the trackers' histograms of the
 	// system (predict.SystemPodID), once it has a sample.
 	sysCPUHist, sysMemHist *predict.Histogram
+	// feeds are the Prod pods whose usage feeds the trackers' pod
+	// histograms, valid while the trackers are at generation feedsGen
+	// and each pod at its slot (predictFeeds); cpuInput and memInput the
+	// trackers' Inputs.
+	feeds              []histFeed
+	feedsGen           [2]uint64
+	feedsMade          bool
+	cpuInput, memInput trackerInput
 	// Published predictions and tiers.
 	hasPeak          bool
 	peakCPU, peakMem int64
