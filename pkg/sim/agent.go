@@ -281,14 +281,16 @@ func (r *run) report(n *node) {
 	// report: it is refreshed in place.
 	m := n.load.Metric
 	r.newMetric(n, m, now)
-	m.NodeUsage[nodeload.CPU] = n.usageAvg.report(r.aggReports, n.usageSum, n.usageSteps)
+	k := r.aggReports
+	avg, slot, sinceK := n.usageAvg.report(k, n.usageSum, n.usageSteps)
+	m.NodeUsage[nodeload.CPU] = avg
 	m.NodeUsage[nodeload.Memory] = n.usageMemory
 	// Pods placed from now on are not in the report: place adds them
 	// unreported.
 	var prodMidCPU, prodMidMem, prodCPU, prodMem int64
 	for i := range n.hot {
 		h := &n.hot[i]
-		cpu, mem := n.snaps[i].report(r.aggReports, h.avgSum, n.usageSteps-int64(h.placedAt)), n.mem[i]
+		cpu, mem := n.snaps[i].report(k, slot, h.avgSum, sinceK, n.usageSteps-int64(h.placedAt)), n.mem[i]
 		n.seen[i].report = nodeload.PodReport{Usage: nodeload.Vector{nodeload.CPU: cpu, nodeload.Memory: mem}, Reported: true}
 		if h.tier == tierProd || h.tier == tierMid {
 			prodMidCPU += cpu
