@@ -498,3 +498,58 @@ func TestInlineBucketsAgreeWithOwnWeights(t *testing.T) {
 		t.Errorf("%d steps within the inline buckets, %d beyond: want both", narrow, wide)
 	}
 }
+
+// TestSamplerAgreesWithAddSample holds histograms fed by Samplers to
+// histograms fed the same samples by AddSample, bit for bit: histograms
+// of two half-lives (and none), started at different times or together,
+// some fed only now and then, through rebases.
+func TestSamplerAgreesWithAddSample(t *testing.T) {
+	var layouts []*Layout
+	for _, hl := range []time.Duration{0, time.Hour, 2 * time.Hour} {
+		l, err := NewLayout(HistogramConfig{FirstBucketSize: 0.01, Ratio: 1.05, MaxValue: 4096, HalfLife: hl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		layouts = append(layouts, l)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n = 40
+	var viaSampler, viaAdd [n]*Histogram
+	for i := range n {
+		l := layouts[rng.IntN(len(layouts))]
+		viaSampler[i], viaAdd[i] = l.NewHistogram(), l.NewHistogram()
+	}
+	at := t0
+	var shared int // histograms that took a factor a Sampler worked out for another
+	for step := range 2000 {
+		at = at.Add(time.Duration(1+rng.IntN(600)) * time.Second)
+		if rng.IntN(300) == 0 {
+			at = at.Add(time.Duration(25+rng.IntN(50)) * time.Hour) // rebases some
+		}
+		s := NewSampler(at)
+		for i := range n {
+			if rng.IntN(4) == 0 && step > 0 {
+				continue // not fed now: its reference time drifts from the others'
+			}
+			if rng.IntN(1000) == 0 {
+				viaSampler[i].Reset()
+				viaAdd[i].Reset()
+			}
+			v, w := rng.Float64()*10, 1+rng.Float64()
+			known, ref := s.known, s.ref
+			s.Add(viaSampler[i], v, w)
+			viaAdd[i].AddSample(v, w, at)
+			if known && ref == viaSampler[i].ref && viaSampler[i].layout.halfLifeSec > 0 {
+				shared++
+			}
+			a, b := viaAdd[i], viaSampler[i]
+			if a.ref != b.ref || a.total != b.total || a.pivot != b.pivot || a.sum != b.sum || a.sumSq != b.sumSq ||
+				a.max != b.max || a.lo != b.lo || !slices.Equal(a.weights, b.weights) {
+				t.Fatalf("step %d, histogram %d: fed by a Sampler %+v, by AddSample %+v", step, i, *b, *a)
+			}
+		}
+	}
+	if shared == 0 {
+		t.Errorf("no histogram took a factor worked out for another: the test shows nothing")
+	}
+}
