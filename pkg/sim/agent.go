@@ -396,9 +396,12 @@ func (r *run) predict(n *node, now time.Time) {
 		}
 	}
 	// The tracker's AddPodSample, without looking the pod up by name.
+	// The node's histograms all had their first sample at its first
+	// prediction: the sampler works out their decay once.
+	s := predict.NewSampler(now)
 	for _, f := range predictFeeds(n) {
-		f.cpu.AddSample(float64(n.hot[f.slot].usageCPU)/1000, 1, now)
-		f.mem.AddSample(float64(n.mem[f.slot])/gib, 1, now)
+		s.Add(f.cpu, float64(n.hot[f.slot].usageCPU)/1000, 1)
+		s.Add(f.mem, float64(n.mem[f.slot])/gib, 1)
 	}
 	n.cpuTracker.AddNodeSample(float64(prodCPU+sysCPU)/1000, 1, now)
 	n.memTracker.AddNodeSample(float64(prodMem+sysMem)/gib, 1, now)
@@ -411,8 +414,8 @@ func (r *run) predict(n *node, now time.Time) {
 		n.memTracker.AddSystemSample(float64(sysMem)/gib, 1, now)
 		n.sysCPUHist, n.sysMemHist = n.cpuTracker.Pod(predict.SystemPodID), n.memTracker.Pod(predict.SystemPodID)
 	} else {
-		n.sysCPUHist.AddSample(float64(sysCPU)/1000, 1, now)
-		n.sysMemHist.AddSample(float64(sysMem)/gib, 1, now)
+		s.Add(n.sysCPUHist, float64(sysCPU)/1000, 1)
+		s.Add(n.sysMemHist, float64(sysMem)/gib, 1)
 	}
 	model := n.model
 	cpu := model.Predict(n.cpuInput.at(n.cpuTracker, now))
