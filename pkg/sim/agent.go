@@ -297,14 +297,16 @@ func (r *run) report(n *node) {
 	// report: it is refreshed in place.
 	m := n.load.Metric
 	r.newMetric(n, m, now)
-	m.NodeUsage[nodeload.CPU] = n.usageAvg.report(r.aggReports, n.usageSum, n.usageSteps)
+	k := r.aggReports
+	avg, slot, sinceK := n.usageAvg.report(k, n.usageSum, n.usageSteps)
+	m.NodeUsage[nodeload.CPU] = avg
 	m.NodeUsage[nodeload.Memory] = n.usageMemory
 	// Pods placed from now on are not in the report: place adds them
 	// unreported.
 	var prodMidCPU, prodMidMem, prodCPU, prodMem int64
 	for i := range n.hot {
 		h := &n.hot[i]
-		cpu, mem := n.snaps[i].report(r.aggReports, h.avgSum, n.usageSteps-int64(h.placedAt)), n.mem[i]
+		cpu, mem := n.snaps[i].report(k, slot, h.avgSum, sinceK, n.usageSteps-int64(h.placedAt)), n.mem[i]
 		n.seen[i].report = nodeload.PodReport{Usage: nodeload.Vector{nodeload.CPU: cpu, nodeload.Memory: mem}, Reported: true}
 		if h.tier == tierProd || h.tier == tierMid {
 			prodMidCPU += cpu
@@ -403,18 +405,19 @@ func (r *run) splitBandCaps(n *node) {
 func (r *run) predict(n *node, now time.Time) {
 	sysCPU, sysMem := n.spec.SystemCPUMilli, n.spec.SystemMemoryBytes
 	var prodCPU, prodMem int64
-	for i, p := range n.pods {
-		h := &n.hot[i]
-		if h.tier != tierProd {
-			continue
+	for i := range n.hot {
+		if n.hot[i].tier == tierProd {
+			prodCPU += int64(n.hot[i].usageCPU)
+			prodMem += n.mem[i]
 		}
-		prodCPU += int64(h.usageCPU)
-		prodMem += n.mem[i]
-		// The tracker's AddPodSample, without looking the pod up by name.
-		if p.cpuHist != nil {
-			p.cpuHist.AddSample(float64(h.usageCPU)/1000, 1, now)
-			p.memHist.AddSample(float64(n.mem[i])/gib, 1, now)
-		}
+	}
+	// The tracker's AddPodSample, without looking the pod up by name.
+	// The node's histograms all had their first sample at its first
+	// prediction: the sampler works out their decay once.
+	s := predict.NewSampler(now)
+	for _, f := range predictFeeds(n) {
+		s.Add(f.cpu, float64(n.hot[f.slot].usageCPU)/1000, 1)
+		s.Add(f.mem, float64(n.mem[f.slot])/gib, 1)
 	}
 	n.cpuTracker.AddNodeSample(float64(prodCPU+sysCPU)/1000, 1, now)
 	n.memTracker.AddNodeSample(float64(prodMem+sysMem)/gib, 1, now)
@@ -427,12 +430,69 @@ func (r *run) predict(n *node, now time.Time) {
 		n.memTracker.AddSystemSample(float64(sysMem)/gib, 1, now)
 		n.sysCPUHist, n.sysMemHist = n.cpuTracker.Pod(predict.SystemPodID), n.memTracker.Pod(predict.SystemPodID)
 	} else {
-		n.sysCPUHist.AddSample(float64(sysCPU)/1000, 1, now)
-		n.sysMemHist.AddSample(float64(sysMem)/gib, 1, now)
+		s.Add(n.sysCPUHist, float64(sysCPU)/1000, 1)
+		s.Add(n.sysMemHist, float64(sysMem)/gib, 1)
 	}
 	model := n.model
-	cpu := model.Predict(n.cpuTracker.Input(now))
-	mem := model.Predict(n.memTracker.Input(now))
+	cpu := model.Predict(n.cpuInput.at(n.cpuTracker, now))
+	mem := model.Predict(n.memInput.at(n.memTracker, now))
 	n.peakCPU, n.peakMem = int64(cpu.Peak*1000), int64(mem.Peak*gib)
 	n.hasPeak = true
+}
+
+// histFeed is a Prod pod of a node whose usage feeds a pod history of
+// each of the node's trackers, at its slot in the node's pods.
+type histFeed struct {
+	pod      *pod
+	slot     int
+	cpu, mem *predict.Histogram
+}
+
+// predictFeeds returns the Prod pods of the node with histograms, in the
+// order of their slots. They are kept in n.feeds from one prediction to
+// the next, so that a prediction reads the node's slices and the
+// histograms, not every pod's object: a pod has histograms only once the
+// trackers track it (run.placeServices), and changes slots only when
+// another pod leaves the node, so the list is made again only when a
+// tracker changed or a listed pod is no longer at its slot.
+func predictFeeds(n *node) []histFeed {
+	gen := [2]uint64{n.cpuTracker.Generation(), n.memTracker.Generation()}
+	fresh := n.feedsMade && gen == n.feedsGen
+	for i := 0; fresh && i < len(n.feeds); i++ {
+		f := &n.feeds[i]
+		fresh = f.slot < len(n.pods) && n.pods[f.slot] == f.pod
+	}
+	if fresh {
+		return n.feeds
+	}
+	n.feeds = n.feeds[:0]
+	for i, p := range n.pods {
+		if n.hot[i].tier == tierProd && p.cpuHist != nil {
+			n.feeds = append(n.feeds, histFeed{pod: p, slot: i, cpu: p.cpuHist, mem: p.memHist})
+		}
+	}
+	n.feedsGen, n.feedsMade = gen, true
+	return n.feeds
+}
+
+// trackerInput is a copy of a tracker's Input, made again only when the
+// tracker's pods changed (predict.Tracker.Generation): between changes
+// only the time differs, and copying every pod's start, request and
+// history into the tracker's Input at each prediction cost more than the
+// models that read it.
+type trackerInput struct {
+	in   predict.Input
+	gen  uint64
+	made bool
+}
+
+// at returns t's Input at now.
+func (c *trackerInput) at(t *predict.Tracker, now time.Time) *predict.Input {
+	if !c.made || c.gen != t.Generation() {
+		in := t.Input(now)
+		c.in.Node, c.in.Pods = in.Node, append(c.in.Pods[:0], in.Pods...)
+		c.gen, c.made = t.Generation(), true
+	}
+	c.in.Now = now
+	return &c.in
 }

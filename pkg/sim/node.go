@@ -325,7 +325,7 @@ type node struct {
 	evictLine  int64
 	usageSum   int64
 	usageSteps int64
-	usageAvg   avgSnaps
+	usageAvg   reportSnaps
 	// metricBase is the node's NodeMetric as LoadAware reads it before
 	// any usage is filled in; each report starts from it.
 	metricBase nodeload.Metric
@@ -335,6 +335,14 @@ type node struct {
 	// sysCPUHist and sysMemHist are the trackers' histograms of the
 	// system (predict.SystemPodID), once it has a sample.
 	sysCPUHist, sysMemHist *predict.Histogram
+	// feeds are the Prod pods whose usage feeds the trackers' pod
+	// histograms, valid while the trackers are at generation feedsGen
+	// and each pod at its slot (predictFeeds); cpuInput and memInput the
+	// trackers' Inputs.
+	feeds              []histFeed
+	feedsGen           [2]uint64
+	feedsMade          bool
+	cpuInput, memInput trackerInput
 	// Published predictions and tiers.
 	hasPeak          bool
 	peakCPU, peakMem int64
@@ -654,30 +662,66 @@ type seenPod struct {
 // maxSnaps bounds how many report intervals an average covers.
 const maxSnaps = 8
 
-// avgSnaps averages a per-step value over the last k reports: the caller
-// keeps a running sum and step count (every step adds one value), and
-// avgSnaps the sums at each of the last k reports, so averaging costs one
-// addition per step and a subtraction per report.
-type avgSnaps struct {
+// reportSnaps averages a node's per-step value over its last k reports
+// (k ≤ maxSnaps): the caller keeps a running sum and step count (every
+// step adds one value), and reportSnaps the sum and the step count at each
+// of the last k reports, so averaging costs one addition per step and a
+// subtraction per report. The node's pods average their own values over
+// the same reports (avgSnaps) with the slot and the step count it
+// returns.
+type reportSnaps struct {
 	sum, steps [maxSnaps]int64
 	reports    int
 }
 
 // report returns the average per step since k reports ago (or since the
 // start, when there were fewer), given the running sum and step count,
-// and starts a new report interval.
-func (a *avgSnaps) report(k int, sum, steps int64) int64 {
-	slot := a.reports % k
+// and starts a new report interval. It also returns the slot this
+// report's sums go to and the steps since k reports ago (since the start,
+// when there were fewer), for the pods' averages.
+func (a *reportSnaps) report(k int, sum, steps int64) (avg int64, slot int, sinceK int64) {
+	slot = a.reports % k
 	var baseSum, baseSteps int64
 	if a.reports >= k {
 		baseSum, baseSteps = a.sum[slot], a.steps[slot]
 	}
 	a.sum[slot], a.steps[slot] = sum, steps
 	a.reports++
-	if steps == baseSteps {
+	sinceK = steps - baseSteps
+	if sinceK == 0 {
+		return 0, slot, sinceK
+	}
+	return (sum - baseSum) / sinceK, slot, sinceK
+}
+
+// avgSnaps averages a pod's per-step value over its node's last k reports,
+// as reportSnaps does the node's: the pod keeps a running sum, and
+// avgSnaps the sum at each of the last k reports that had the pod. The
+// step counts are the node's: a pod is in every report of its node from
+// the first after it was placed, so the step count k of its reports ago
+// is the node's k reports ago (the slot's), less the steps before the pod
+// was placed, which cancel out of the difference.
+type avgSnaps struct {
+	reports int
+	sum     [maxSnaps]int64
+}
+
+// report returns the pod's average per step since k reports ago, or since
+// it was placed when it was in fewer, and keeps sum in slot; slot and
+// sinceK are what reportSnaps.report returned for the node's report,
+// sincePlaced the steps since the pod was placed.
+func (a *avgSnaps) report(k, slot int, sum, sinceK, sincePlaced int64) int64 {
+	var base int64
+	steps := sincePlaced
+	if a.reports >= k {
+		base, steps = a.sum[slot], sinceK
+	}
+	a.sum[slot] = sum
+	a.reports++
+	if steps == 0 {
 		return 0
 	}
-	return (sum - baseSum) / (steps - baseSteps)
+	return (sum - base) / steps
 }
 
 // cpuWindow averages node CPU and the BE picture over the CPU eviction

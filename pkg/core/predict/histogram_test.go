@@ -400,3 +400,156 @@ func TestLayoutBuckets(t *testing.T) {
 		t.Errorf("Percentile above MaxValue = %g, want 5000", got)
 	}
 }
+
+// TestInlineBucketsAgreeWithOwnWeights holds a histogram from NewHistogram,
+// whose first buckets live in its own allocation (histogramBlock), to one
+// whose weights always have an allocation of their own, over random
+// samples, decay, rebasing, merges, resets, clones and restores: their
+// state must stay identical, bit for bit, as the weights move in and out of
+// the inline buckets.
+func TestInlineBucketsAgreeWithOwnWeights(t *testing.T) {
+	l, err := NewLayout(HistogramConfig{FirstBucketSize: 0.01, Ratio: 1.05, MaxValue: 4096, HalfLife: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	value := func() float64 {
+		switch rng.IntN(20) {
+		case 0:
+			return -1 // counts as 0
+		case 1:
+			return 1e4 // beyond the last bucket
+		}
+		// Mostly within a factor of 3 of 1 (inside 32 buckets), now and
+		// then spread over 1e-3..1e3 (beyond them).
+		spread := 0.5
+		if rng.IntN(4) == 0 {
+			spread = 3
+		}
+		return math.Pow(10, (rng.Float64()*2-1)*spread)
+	}
+	check := func(step int, what string, got, want *Histogram) {
+		t.Helper()
+		if got.lo != want.lo || !slices.Equal(got.weights, want.weights) {
+			t.Fatalf("step %d (%s): buckets from %d %v, want from %d %v", step, what, got.lo, got.weights, want.lo, want.weights)
+		}
+		if diff := cmp.Diff(want.Checkpoint(), got.Checkpoint()); diff != "" {
+			t.Fatalf("step %d (%s): checkpoint (-want +got):\n%s", step, what, diff)
+		}
+		for _, p := range []float64{0, 1, 50, 90, 99, 100} {
+			if g, w := got.Percentile(p), want.Percentile(p); g != w {
+				t.Fatalf("step %d (%s): p%g = %g, want %g", step, what, p, g, w)
+			}
+		}
+	}
+	inline, own := l.NewHistogram(), &Histogram{layout: l}
+	at := t0
+	var narrow, wide int // steps that ended within, and beyond, the inline buckets
+	for step := range 5000 {
+		switch op := rng.IntN(100); {
+		case op < 2:
+			inline.Reset()
+			own.Reset()
+		case op < 5:
+			// Another pair, fed the same, merged into both.
+			src, srcOwn := l.NewHistogram(), &Histogram{layout: l}
+			for range rng.IntN(50) {
+				v, when := value(), at.Add(-time.Duration(rng.IntN(48))*time.Hour)
+				src.AddSample(v, 1, when)
+				srcOwn.AddSample(v, 1, when)
+			}
+			check(step, "merge source", src, srcOwn)
+			if err := inline.Merge(src); err != nil {
+				t.Fatal(err)
+			}
+			if err := own.Merge(srcOwn); err != nil {
+				t.Fatal(err)
+			}
+		case op < 8:
+			// A clone is independent of its original.
+			c := inline.Clone()
+			inline.AddSample(value(), 1, at)
+			check(step, "clone", c, own)
+			inline = c
+		case op < 10:
+			r, err := l.Restore(inline.Checkpoint())
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(step, "restore", r, own)
+			inline = r
+		default:
+			if rng.IntN(200) == 0 {
+				at = at.Add(time.Duration(31+rng.IntN(30)) * time.Hour) // rebases
+			}
+			at = at.Add(time.Duration(rng.IntN(600)) * time.Second)
+			v, w := value(), 1+rng.Float64()
+			inline.AddSample(v, w, at)
+			own.AddSample(v, w, at)
+		}
+		check(step, "after the step", inline, own)
+		if len(inline.weights) > inlineBuckets {
+			wide++
+		} else if len(inline.weights) > 0 {
+			narrow++
+		}
+	}
+	if narrow == 0 || wide == 0 {
+		t.Errorf("%d steps within the inline buckets, %d beyond: want both", narrow, wide)
+	}
+}
+
+// TestSamplerAgreesWithAddSample holds histograms fed by Samplers to
+// histograms fed the same samples by AddSample, bit for bit: histograms
+// of two half-lives (and none), started at different times or together,
+// some fed only now and then, through rebases.
+func TestSamplerAgreesWithAddSample(t *testing.T) {
+	var layouts []*Layout
+	for _, hl := range []time.Duration{0, time.Hour, 2 * time.Hour} {
+		l, err := NewLayout(HistogramConfig{FirstBucketSize: 0.01, Ratio: 1.05, MaxValue: 4096, HalfLife: hl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		layouts = append(layouts, l)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n = 40
+	var viaSampler, viaAdd [n]*Histogram
+	for i := range n {
+		l := layouts[rng.IntN(len(layouts))]
+		viaSampler[i], viaAdd[i] = l.NewHistogram(), l.NewHistogram()
+	}
+	at := t0
+	var shared int // histograms that took a factor a Sampler worked out for another
+	for step := range 2000 {
+		at = at.Add(time.Duration(1+rng.IntN(600)) * time.Second)
+		if rng.IntN(300) == 0 {
+			at = at.Add(time.Duration(25+rng.IntN(50)) * time.Hour) // rebases some
+		}
+		s := NewSampler(at)
+		for i := range n {
+			if rng.IntN(4) == 0 && step > 0 {
+				continue // not fed now: its reference time drifts from the others'
+			}
+			if rng.IntN(1000) == 0 {
+				viaSampler[i].Reset()
+				viaAdd[i].Reset()
+			}
+			v, w := rng.Float64()*10, 1+rng.Float64()
+			known, ref := s.known, s.ref
+			s.Add(viaSampler[i], v, w)
+			viaAdd[i].AddSample(v, w, at)
+			if known && ref == viaSampler[i].ref && viaSampler[i].layout.halfLifeSec > 0 {
+				shared++
+			}
+			a, b := viaAdd[i], viaSampler[i]
+			if a.ref != b.ref || a.total != b.total || a.pivot != b.pivot || a.sum != b.sum || a.sumSq != b.sumSq ||
+				a.max != b.max || a.lo != b.lo || !slices.Equal(a.weights, b.weights) {
+				t.Fatalf("step %d, histogram %d: fed by a Sampler %+v, by AddSample %+v", step, i, *b, *a)
+			}
+		}
+	}
+	if shared == 0 {
+		t.Errorf("no histogram took a factor worked out for another: the test shows nothing")
+	}
+}

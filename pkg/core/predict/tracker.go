@@ -38,6 +38,8 @@ type Tracker struct {
 	pods   []trackedPod
 	index  map[string]int
 	input  Input
+	// gen counts the changes to pods (Generation).
+	gen uint64
 }
 
 type trackedPod struct {
@@ -63,6 +65,7 @@ func (t *Tracker) AddNodeSample(value, weight float64, at time.Time) {
 // SetPod adds a pod or updates its start time and request, keeping its
 // history.
 func (t *Tracker) SetPod(id string, start time.Time, request float64) {
+	t.gen++
 	if i, ok := t.index[id]; ok {
 		t.pods[i].start, t.pods[i].request = start, request
 		return
@@ -104,6 +107,7 @@ func (t *Tracker) RemovePod(id string) {
 	if !ok {
 		return
 	}
+	t.gen++
 	last := len(t.pods) - 1
 	if i != last {
 		t.pods[i] = t.pods[last]
@@ -113,6 +117,14 @@ func (t *Tracker) RemovePod(id string) {
 	t.pods = t.pods[:last]
 	delete(t.index, id)
 }
+
+// Generation counts the calls that changed the tracked pods (SetPod,
+// RemovePod, and AddSystemSample when it tracks the system). As long as it
+// is the same, Input lists the same pods in the same order, with the same
+// starts, requests and histograms: a caller may keep a copy of Input's
+// Pods and only change its Now. Samples added to the histograms do not
+// count.
+func (t *Tracker) Generation() uint64 { return t.gen }
 
 // Len returns the number of tracked pods.
 func (t *Tracker) Len() int { return len(t.pods) }

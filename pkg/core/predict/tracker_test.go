@@ -19,6 +19,8 @@ package predict
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -172,4 +174,41 @@ func TestTrackerRestartMidRun(t *testing.T) {
 			t.Error("RestoreTracker accepted a duplicate pod")
 		}
 	})
+}
+
+// TestTrackerGeneration holds a copy of Input's pods, kept while the
+// tracker's Generation stays the same, to the pods Input lists afresh,
+// over random changes and samples: a change that Generation missed shows
+// as a stale copy.
+func TestTrackerGeneration(t *testing.T) {
+	l := pow2Layout(t, time.Hour)
+	tr := NewTracker(l)
+	rng := rand.New(rand.NewPCG(3, 4))
+	ids := []string{"a", "b", "c", "d", "e", SystemPodID}
+	var kept []PodInput
+	gen := tr.Generation()
+	for step := range 5000 {
+		at := t0.Add(time.Duration(step) * time.Minute)
+		id := ids[rng.IntN(len(ids))]
+		switch rng.IntN(6) {
+		case 0:
+			tr.SetPod(id, at.Add(-time.Duration(rng.IntN(3))*time.Hour), float64(rng.IntN(4)))
+		case 1:
+			tr.RemovePod(id)
+		case 2:
+			tr.AddSystemSample(rng.Float64(), 1, at)
+		case 3:
+			tr.AddNodeSample(rng.Float64(), 1, at)
+		default:
+			tr.AddPodSample(id, rng.Float64(), 1, at)
+		}
+		fresh := tr.Input(at).Pods
+		if tr.Generation() != gen {
+			kept, gen = slices.Clone(fresh), tr.Generation()
+			continue
+		}
+		if !slices.Equal(kept, fresh) {
+			t.Fatalf("step %d: generation %d unchanged, but Input lists %+v, was %+v", step, gen, fresh, kept)
+		}
+	}
 }
