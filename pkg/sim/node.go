@@ -413,6 +413,8 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 		n.snaps = append(n.snaps, avgSnaps{})
 	}
 	n.req.add(&p.req)
+	n.nonZeroCPU += p.nonZeroCPU
+	n.nonZeroMemory += p.nonZeroMemory
 	n.balanceWithout = balanceOf(&n.req, &n.alloc)
 	n.syncFit()
 	if p.job >= 0 {
@@ -421,8 +423,6 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 		}
 		n.groupReq[p.vgroup].add(&p.req)
 	}
-	n.nonZeroCPU += p.nonZeroCPU
-	n.nonZeroMemory += p.nonZeroMemory
 	if p.h.kind == kindBatch {
 		n.batchReqCPU += p.req[resCPU] + p.req[resBatchCPU]
 	}
@@ -481,13 +481,13 @@ func (n *node) remove(p *pod, now time.Time) {
 	n.pods = n.pods[:last]
 	n.hot = n.hot[:last]
 	n.req.sub(&p.req)
+	n.nonZeroCPU -= p.nonZeroCPU
+	n.nonZeroMemory -= p.nonZeroMemory
 	n.balanceWithout = balanceOf(&n.req, &n.alloc)
 	n.syncFit()
 	if p.job >= 0 {
 		n.groupReq[p.vgroup].sub(&p.req)
 	}
-	n.nonZeroCPU -= p.nonZeroCPU
-	n.nonZeroMemory -= p.nonZeroMemory
 	if p.h.kind == kindBatch {
 		n.batchReqCPU -= p.req[resCPU] + p.req[resBatchCPU]
 	}
@@ -541,7 +541,9 @@ type fitView struct {
 }
 
 // syncFit writes the node's fitView from its fields, and the node's
-// place in the scheduler's fitSets from that.
+// place in the scheduler's fitSets from that; it makes the scheduler
+// forget the node's requestScores. Every change of the node's requests
+// or allocatable calls it, after the change.
 func (n *node) syncFit() {
 	f := n.fit
 	f.free = n.alloc
