@@ -19,6 +19,7 @@ package sim
 import (
 	"iter"
 	"math"
+	"math/bits"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -268,6 +269,18 @@ type node struct {
 	// with LoadAware on: the plain policies' clusters would spend most of
 	// their per-pod memory on it.
 	seen []seenPod
+	// unsettled has bit i%64 of word i/64 set for each seen[i] that may
+	// add excess at a later refreshExcess; the others are settled, and
+	// refreshExcess passes over them. A pod settles (refreshExcess) when
+	// the node's own report says it needs no estimate
+	// (AssignedPod.NeedsEstimateOf false): its forced windows are over,
+	// which time does not undo, and the report's average covers a whole
+	// window of it. The next reports keep that true: the node's agent
+	// lists every pod of the node in each report, their update times only
+	// grow and the averaging window is the node's (metricBase), so a
+	// settled pod needs no estimate, and adds no excess, until it leaves.
+	// Kept only on nodes with ownReports; a pod is unsettled when placed.
+	unsettled []uint64
 	// groupReq[g] is Σ the requests of the node's job pods of victim
 	// group g, so that preemption rules a node out without walking its
 	// pods.
@@ -440,6 +453,13 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 		s.assigned, _ = la.NewAssignedPod(p.obj, now)
 		n.seen = append(n.seen, s)
 		n.addExcess(&n.seen[len(n.seen)-1], now)
+		if n.ownReports {
+			i := len(n.seen) - 1
+			if i>>6 == len(n.unsettled) {
+				n.unsettled = append(n.unsettled, 0)
+			}
+			n.unsettled[i>>6] |= 1 << (i & 63)
+		}
 	}
 	p.candIdx = -1
 	if p.candidate && n.planner != nil {
@@ -471,6 +491,13 @@ func (n *node) remove(p *pod, now time.Time) {
 		n.seen[p.nodeIdx] = n.seen[last]
 		n.seen[last] = seenPod{}
 		n.seen = n.seen[:last]
+		if n.ownReports {
+			// The last pod's bit moves with it.
+			i := p.nodeIdx
+			lastBit := n.unsettled[last>>6] >> (last & 63) & 1
+			n.unsettled[i>>6] = n.unsettled[i>>6]&^(1<<(i&63)) | lastBit<<(i&63)
+			n.unsettled[last>>6] &^= 1 << (last & 63)
+		}
 	}
 	moved.nodeIdx = p.nodeIdx
 	if moved.candIdx >= 0 && moved != p {
@@ -620,11 +647,23 @@ func (n *node) refreshExcess(now time.Time) {
 		n.load.Excess, n.load.ProdExcess, n.excessUntil = nodeload.NodeExcess(n.assigned, m, now)
 		return
 	}
+	// The settled pods add no excess, and adding none without a time
+	// limit leaves the sums as they are: the unsettled pods alone, in
+	// the same order, make the sums of every pod.
 	var sum nodeload.ExcessSum
-	for i := range n.seen {
-		s := &n.seen[i]
-		e, until := s.assigned.ExcessOf(m, s.report, now)
-		sum.Add(&s.assigned, e, until)
+	for w, word := range n.unsettled {
+		for ; word != 0; word &= word - 1 {
+			i := w<<6 | bits.TrailingZeros64(word)
+			s := &n.seen[i]
+			e, until := s.assigned.ExcessOf(m, s.report, now)
+			if e == (nodeload.Vector{}) && until.IsZero() {
+				if needed, _ := s.assigned.NeedsEstimateOf(m, s.report, now); !needed {
+					n.unsettled[w] &^= 1 << (i & 63)
+				}
+				continue
+			}
+			sum.Add(&s.assigned, e, until)
+		}
 	}
 	n.load.Excess, n.load.ProdExcess, n.excessUntil = sum.All, sum.Prod, sum.Until
 }
