@@ -294,17 +294,21 @@ type node struct {
 	// ownReports: the pods' reports are in reports, kept by the node's
 	// agent, and load.Metric lists no pods; otherwise (a Scheduler fed
 	// NodeMetrics) they are looked up in load.Metric.
-	ownReports  bool
+	ownReports bool
+	assigned   iter.Seq[*nodeload.AssignedPod]
+	// excessFresh says load's excess is up to date until excessUntil
+	// (zero: until a pod or the metric changes; the reports and
+	// SetNodeMetric clear it). sum is load reduced to what LoadAware's
+	// Filter and Score read (nodeload.NodeSummary: a couple of cache
+	// lines instead of the NodeLoad and its Metric), made again by
+	// loadSummary when load changed (sumFresh false: refreshExcess, the
+	// reports, setForbid and SetNodeMetric clear it). The four sit side
+	// by side, so that a pick finding them fresh, as it does on most
+	// nodes, reads nothing else of the node.
 	excessFresh bool
-	// sum is load reduced to what LoadAware's Filter and Score read
-	// (nodeload.NodeSummary: a couple of cache lines instead of the
-	// NodeLoad and its Metric), made again by loadSummary when load
-	// changed (sumFresh false: refreshExcess, the reports, setForbid and
-	// SetNodeMetric clear it).
-	sum         nodeload.NodeSummary
 	sumFresh    bool
 	excessUntil time.Time
-	assigned    iter.Seq[*nodeload.AssignedPod]
+	sum         nodeload.NodeSummary
 
 	// Agent state (colocated policies).
 	resolved   policy.Resolved
@@ -585,9 +589,13 @@ func (n *node) syncFit() {
 // loadSummary is the node's LoadAware view at now as la's Filter and
 // Score read it: FilterSummary and ScoreSummary give their answers.
 func (n *node) loadSummary(la *nodeload.Config, now time.Time) *nodeload.NodeSummary {
-	n.refreshExcess(now)
-	if !n.sumFresh {
-		n.sum, n.sumFresh = la.Summarize(&n.load), true
+	// Fresh excess makes refreshExcess return at once: the check is
+	// made here first, without reading the metric.
+	if !n.sumFresh || !n.excessFresh || !n.excessUntil.IsZero() && !now.Before(n.excessUntil) {
+		n.refreshExcess(now)
+		if !n.sumFresh {
+			n.sum, n.sumFresh = la.Summarize(&n.load), true
+		}
 	}
 	return &n.sum
 }

@@ -77,7 +77,9 @@ type scheduler struct {
 	laWeight  int64            // LoadAware's score weight
 	rng       *rand.Rand
 	nextStart int
-	feasible  []*node
+	// feasible are the indices of the nodes that passed the filters in
+	// this pick, in the order filtered.
+	feasible []int32
 	// index is the nodes' fitViews and, per request, the nodes with room
 	// for it: pick checks NodeResourcesFit there without touching the node
 	// objects, most of which do not fit a pod on a busy cluster.
@@ -190,13 +192,13 @@ func (x *fitIndex) synced(i int) {
 	}
 }
 
-// of returns the requestScore on n of a pod p of the set's key.
-func (ss *scoreSet) of(p *pod, n *node) int64 {
-	if sc := ss.known[n.idx]; sc != unknownScore {
+// of returns the requestScore on nodes[i] of a pod p of the set's key.
+func (ss *scoreSet) of(p *pod, nodes []*node, i int32) int64 {
+	if sc := ss.known[i]; sc != unknownScore {
 		return int64(sc)
 	}
-	sc := requestScore(p, n)
-	ss.known[n.idx] = int32(sc)
+	sc := requestScore(p, nodes[i])
+	ss.known[i] = int32(sc)
 	return sc
 }
 
@@ -354,36 +356,39 @@ func (s *scheduler) pick(p *pod, nodes []*node, now time.Time) *node {
 		processed = n - start + j + 1
 	}
 	s.nextStart = (s.nextStart + processed) % n
-	return s.best(p, now)
+	return s.best(p, nodes, now)
 }
 
-// best returns the feasible node (s.feasible) that scores highest for p,
-// ties broken at random as kube-scheduler's selectHost does; nil when
-// none is feasible.
-func (s *scheduler) best(p *pod, now time.Time) *node {
+// best returns the feasible node (s.feasible, of nodes) that scores
+// highest for p, ties broken at random as kube-scheduler's selectHost
+// does; nil when none is feasible.
+func (s *scheduler) best(p *pod, nodes []*node, now time.Time) *node {
 	switch len(s.feasible) {
 	case 0:
 		return nil
 	case 1:
-		return s.feasible[0]
+		return nodes[s.feasible[0]]
 	}
-	var best *node
+	best := int32(-1)
 	bestScore, ties := int64(-1), 0
 	scores := s.index.scoresOf(p)
-	for _, nd := range s.feasible {
-		sc := scores.of(p, nd) + s.loadScore(p, nd, now)
+	for _, i := range s.feasible {
+		sc := scores.of(p, nodes, i)
+		if s.la != nil {
+			sc += s.loadScore(p, nodes[i], now)
+		}
 		switch {
 		case sc > bestScore:
-			best, bestScore, ties = nd, sc, 1
+			best, bestScore, ties = i, sc, 1
 		case sc == bestScore:
 			// Reservoir sampling: each tied node wins with equal chance.
 			ties++
 			if s.rng.IntN(ties) == 0 {
-				best = nd
+				best = i
 			}
 		}
 	}
-	return best
+	return nodes[best]
 }
 
 // collect appends to s.feasible, in node order, the nodes of [lo, hi)
@@ -404,7 +409,7 @@ func (s *scheduler) collect(p *pod, nodes []*node, words []uint64, lo, hi, want 
 			if underPressure(p, &s.index.views[j], now) || !s.fitsLoad(p, nodes[j], now) {
 				continue
 			}
-			if s.feasible = append(s.feasible, nodes[j]); len(s.feasible) == want {
+			if s.feasible = append(s.feasible, int32(j)); len(s.feasible) == want {
 				return j
 			}
 		}

@@ -44,14 +44,14 @@ func linearPick(s *scheduler, p *pod, nodes []*node, now time.Time) *node {
 	for i := 0; i < n && len(s.feasible) < want; i++ {
 		processed++
 		if fitsView(p, &s.index.views[j], now) && s.fitsLoad(p, nodes[j], now) {
-			s.feasible = append(s.feasible, nodes[j])
+			s.feasible = append(s.feasible, int32(j))
 		}
 		if j++; j == n {
 			j = 0
 		}
 	}
 	s.nextStart = (s.nextStart + processed) % n
-	return s.best(p, now)
+	return s.best(p, nodes, now)
 }
 
 // TestPickMatchesLinearScan holds pick, which walks the fitSet of the
@@ -158,8 +158,8 @@ func TestPickMatchesLinearScan(t *testing.T) {
 						t.Fatalf("step %d: %d feasible nodes, the linear scan found %d", step, len(fast.s.feasible), len(slow.s.feasible))
 					}
 					for i := range fast.s.feasible {
-						if fast.s.feasible[i].idx != slow.s.feasible[i].idx {
-							t.Fatalf("step %d: feasible node %d is %d, the linear scan's %d", step, i, fast.s.feasible[i].idx, slow.s.feasible[i].idx)
+						if fast.s.feasible[i] != slow.s.feasible[i] {
+							t.Fatalf("step %d: feasible node %d is %d, the linear scan's %d", step, i, fast.s.feasible[i], slow.s.feasible[i])
 						}
 					}
 					if fast.s.nextStart != slow.s.nextStart {
