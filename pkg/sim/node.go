@@ -283,7 +283,7 @@ type node struct {
 	unsettled []uint64
 	// groupReq[g] is Σ the requests of the node's job pods of victim
 	// group g, so that preemption rules a node out without walking its
-	// pods.
+	// pods (roomSet).
 	groupReq []resVec
 	// pdbHeldUntil is the last step until which a pod of the node is left
 	// out of node QoS's plans (pod.pdbRetry).
@@ -432,14 +432,14 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 	n.req.add(&p.req)
 	n.nonZeroCPU += p.nonZeroCPU
 	n.nonZeroMemory += p.nonZeroMemory
-	n.balanceWithout = balanceOf(&n.req, &n.alloc)
-	n.syncFit()
 	if p.job >= 0 {
 		for int(p.vgroup) >= len(n.groupReq) {
 			n.groupReq = append(n.groupReq, resVec{})
 		}
 		n.groupReq[p.vgroup].add(&p.req)
 	}
+	n.balanceWithout = balanceOf(&n.req, &n.alloc)
+	n.syncFit()
 	if p.h.kind == kindBatch {
 		n.batchReqCPU += p.req[resCPU] + p.req[resBatchCPU]
 	}
@@ -514,11 +514,11 @@ func (n *node) remove(p *pod, now time.Time) {
 	n.req.sub(&p.req)
 	n.nonZeroCPU -= p.nonZeroCPU
 	n.nonZeroMemory -= p.nonZeroMemory
-	n.balanceWithout = balanceOf(&n.req, &n.alloc)
-	n.syncFit()
 	if p.job >= 0 {
 		n.groupReq[p.vgroup].sub(&p.req)
 	}
+	n.balanceWithout = balanceOf(&n.req, &n.alloc)
+	n.syncFit()
 	if p.h.kind == kindBatch {
 		n.batchReqCPU -= p.req[resCPU] + p.req[resBatchCPU]
 	}
@@ -572,9 +572,10 @@ type fitView struct {
 }
 
 // syncFit writes the node's fitView from its fields, and the node's
-// place in the scheduler's fitSets from that; it makes the scheduler
-// forget the node's requestScores. Every change of the node's requests
-// or allocatable calls it, after the change.
+// place in the scheduler's fitSets and roomSets from that; it makes the
+// scheduler forget the node's requestScores. Every change of the node's
+// requests (its groupReq with them) or allocatable calls it, after the
+// change.
 func (n *node) syncFit() {
 	f := n.fit
 	f.free = n.alloc
@@ -583,7 +584,7 @@ func (n *node) syncFit() {
 	if !n.pressureUntil.IsZero() {
 		f.pressureUntil = n.pressureUntil.UnixNano()
 	}
-	n.fitIndex.synced(n.idx)
+	n.fitIndex.synced(n)
 }
 
 // loadSummary is the node's LoadAware view at now as la's Filter and
