@@ -52,8 +52,8 @@ func (r *run) nodeQoS(n *node) {
 		n.tokens = min(n.maxPerMin, n.tokens+n.maxPerMin*r.qosInterval().Minutes())
 	}
 	state := qos.NodeState{Usage: r.usage, CPUWindow: n.window.average(&r.window)}
-	// Quiet, with the half that reads the counters kept in n.unsettled.
-	if n.throttled == 0 && !n.unsettled && n.planner.QuietUsage(state) {
+	// Quiet, with the half that reads the counters kept in n.qosUnsettled.
+	if n.throttled == 0 && !n.qosUnsettled && n.planner.QuietUsage(state) {
 		r.setForbid(n, false)
 		return
 	}
@@ -67,7 +67,7 @@ func (r *run) nodeQoS(n *node) {
 	r.plan.Hysteresis = next
 	if held {
 		n.hysteresis.Counters = append(n.counters[:0], next.Counters...)
-		n.unsettled = !n.hysteresis.Settled()
+		n.qosUnsettled = !n.hysteresis.Settled()
 		r.setForbid(n, forbid)
 		return
 	}
@@ -84,7 +84,7 @@ func (r *run) nodeQoS(n *node) {
 	// The counters are kept in the node: Quiet reads them every cycle,
 	// and a fresh allocation per plan is a cache miss per node and step.
 	n.hysteresis.Counters = append(n.counters[:0], plan.Hysteresis.Counters...)
-	n.unsettled = !n.hysteresis.Settled()
+	n.qosUnsettled = !n.hysteresis.Settled()
 	r.setForbid(n, plan.ForbidScheduling)
 	var wide *widening
 	if r.policy == PolicyEvictAll {

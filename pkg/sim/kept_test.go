@@ -25,6 +25,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
 	"github.com/waterline-dev/waterline/pkg/sim/workload"
 )
@@ -113,12 +114,12 @@ func TestExcessKeptAgreesWithSum(t *testing.T) {
 	}
 }
 
-// TestUnsettledKeptWithHysteresis holds node.unsettled, which nodeQoS
+// TestQoSUnsettledKeptWithHysteresis holds node.qosUnsettled, which nodeQoS
 // keeps beside the node's QoS hysteresis so that the quiet check reads no
 // counter, to the hysteresis itself, on every node at every step of a
 // busy synthetic cluster under waterline and evict-all, with CPU lines
 // low enough for nodes to cross them both ways.
-func TestUnsettledKeptWithHysteresis(t *testing.T) {
+func TestQoSUnsettledKeptWithHysteresis(t *testing.T) {
 	w, err := workload.Synthetic(workload.SyntheticParams{Seed: 3, Nodes: 12, Duration: 3 * time.Hour, BatchLoadPercent: 90})
 	if err != nil {
 		t.Fatal(err)
@@ -138,8 +139,8 @@ func TestUnsettledKeptWithHysteresis(t *testing.T) {
 			}
 			for _, n := range r.nodes {
 				want := !n.hysteresis.Settled()
-				if n.unsettled != want {
-					t.Fatalf("%s, step %d, node %s: unsettled %v, hysteresis %+v", p, r.step, n.spec.Name, n.unsettled, n.hysteresis)
+				if n.qosUnsettled != want {
+					t.Fatalf("%s, step %d, node %s: unsettled %v, hysteresis %+v", p, r.step, n.spec.Name, n.qosUnsettled, n.hysteresis)
 				}
 				switch {
 				case want:
@@ -151,6 +152,59 @@ func TestUnsettledKeptWithHysteresis(t *testing.T) {
 		}
 		if unsettled == 0 || settled == 0 {
 			t.Errorf("%s: %d node-steps unsettled, %d settled with counters: the check saw too little", p, unsettled, settled)
+		}
+	}
+}
+
+// TestRefreshExcessPassesOverSettledPods holds refreshExcess, which sums
+// only the node's unsettled pods, to the sum of every pod's
+// AssignedPod.ExcessOf (the excess and its time limit), at every step of
+// a busy cluster, with estimates that expire after scheduling and with
+// estimates held until initialization (which the simulation's pods never
+// report, so that they never settle).
+func TestRefreshExcessPassesOverSettledPods(t *testing.T) {
+	w, err := workload.Synthetic(workload.SyntheticParams{Seed: 7, Nodes: 12, Duration: 3 * time.Hour, BatchLoadPercent: 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		afterScheduled, afterInitialized time.Duration
+	}{{0, 0}, {45 * time.Second, 0}, {0, 30 * time.Second}} {
+		r := newConfiguredRun(t, w, PolicyWaterline, func(cfg *Config) {
+			la := DefaultLoadAwareSpec()
+			la.EstimatedAfterPodScheduled = tc.afterScheduled
+			la.EstimatedAfterInitialized = tc.afterInitialized
+			la.ProdUsageThresholds = map[corev1.ResourceName]int64{corev1.ResourceCPU: 55}
+			cfg.LoadAware = &la
+		})
+		settled, excess := 0, 0
+		for r.step = 0; r.step < r.steps; r.step++ {
+			if err := r.oneStep(); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range r.nodes {
+				var want nodeload.ExcessSum
+				for i := range n.seen {
+					s := &n.seen[i]
+					e, until := s.assigned.ExcessOf(n.load.Metric, s.report, r.now)
+					want.Add(&s.assigned, e, until)
+					if n.unsettled[i>>6]>>(i&63)&1 == 0 {
+						settled++
+					}
+				}
+				n.excessFresh = false
+				n.refreshExcess(r.now)
+				got := nodeload.ExcessSum{All: n.load.Excess, Prod: n.load.ProdExcess, Until: n.excessUntil}
+				if got.All != want.All || got.Prod != want.Prod || !got.Until.Equal(want.Until) {
+					t.Fatalf("%+v, step %d, node %s: refreshExcess %+v, the sum over every pod %+v", tc, r.step, n.spec.Name, got, want)
+				}
+				if want.All != (nodeload.Vector{}) {
+					excess++
+				}
+			}
+		}
+		if excess == 0 || tc.afterInitialized == 0 && settled == 0 {
+			t.Errorf("%+v: %d node-steps with excess, %d settled pod-steps: the check saw too little", tc, excess, settled)
 		}
 	}
 }

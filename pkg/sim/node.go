@@ -19,6 +19,7 @@ package sim
 import (
 	"iter"
 	"math"
+	"math/bits"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -268,9 +269,21 @@ type node struct {
 	// with LoadAware on: the plain policies' clusters would spend most of
 	// their per-pod memory on it.
 	seen []seenPod
+	// unsettled has bit i%64 of word i/64 set for each seen[i] that may
+	// add excess at a later refreshExcess; the others are settled, and
+	// refreshExcess passes over them. A pod settles (refreshExcess) when
+	// the node's own report says it needs no estimate
+	// (AssignedPod.NeedsEstimateOf false): its forced windows are over,
+	// which time does not undo, and the report's average covers a whole
+	// window of it. The next reports keep that true: the node's agent
+	// lists every pod of the node in each report, their update times only
+	// grow and the averaging window is the node's (metricBase), so a
+	// settled pod needs no estimate, and adds no excess, until it leaves.
+	// Kept only on nodes with ownReports; a pod is unsettled when placed.
+	unsettled []uint64
 	// groupReq[g] is Σ the requests of the node's job pods of victim
 	// group g, so that preemption rules a node out without walking its
-	// pods.
+	// pods (roomSet).
 	groupReq []resVec
 	// pdbHeldUntil is the last step until which a pod of the node is left
 	// out of node QoS's plans (pod.pdbRetry).
@@ -281,17 +294,21 @@ type node struct {
 	// ownReports: the pods' reports are in reports, kept by the node's
 	// agent, and load.Metric lists no pods; otherwise (a Scheduler fed
 	// NodeMetrics) they are looked up in load.Metric.
-	ownReports  bool
+	ownReports bool
+	assigned   iter.Seq[*nodeload.AssignedPod]
+	// excessFresh says load's excess is up to date until excessUntil
+	// (zero: until a pod or the metric changes; the reports and
+	// SetNodeMetric clear it). sum is load reduced to what LoadAware's
+	// Filter and Score read (nodeload.NodeSummary: a couple of cache
+	// lines instead of the NodeLoad and its Metric), made again by
+	// loadSummary when load changed (sumFresh false: refreshExcess, the
+	// reports, setForbid and SetNodeMetric clear it). The four sit side
+	// by side, so that a pick finding them fresh, as it does on most
+	// nodes, reads nothing else of the node.
 	excessFresh bool
-	// sum is load reduced to what LoadAware's Filter and Score read
-	// (nodeload.NodeSummary: a couple of cache lines instead of the
-	// NodeLoad and its Metric), made again by loadSummary when load
-	// changed (sumFresh false: refreshExcess, the reports, setForbid and
-	// SetNodeMetric clear it).
-	sum         nodeload.NodeSummary
 	sumFresh    bool
 	excessUntil time.Time
-	assigned    iter.Seq[*nodeload.AssignedPod]
+	sum         nodeload.NodeSummary
 
 	// Agent state (colocated policies).
 	resolved   policy.Resolved
@@ -308,9 +325,9 @@ type node struct {
 	// candidates' usage is written into cands (syncCandidates) only then.
 	candS     []candSample
 	throttled int // pods with a quota
-	// unsettled is !hysteresis.Settled(), kept with it: the quiet check
+	// qosUnsettled is !hysteresis.Settled(), kept with it: the quiet check
 	// of every cycle then reads no counter (nodeQoS).
-	unsettled bool
+	qosUnsettled bool
 	// be is the candidates' CPU sample sampleCandidates took this step;
 	// beFresh says no candidate left since.
 	be      qos.BECPU
@@ -424,16 +441,16 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 		n.snaps = append(n.snaps, avgSnaps{})
 	}
 	n.req.add(&p.req)
-	n.balanceWithout = balanceOf(&n.req, &n.alloc)
-	n.syncFit()
+	n.nonZeroCPU += p.nonZeroCPU
+	n.nonZeroMemory += p.nonZeroMemory
 	if p.job >= 0 {
 		for int(p.vgroup) >= len(n.groupReq) {
 			n.groupReq = append(n.groupReq, resVec{})
 		}
 		n.groupReq[p.vgroup].add(&p.req)
 	}
-	n.nonZeroCPU += p.nonZeroCPU
-	n.nonZeroMemory += p.nonZeroMemory
+	n.balanceWithout = balanceOf(&n.req, &n.alloc)
+	n.syncFit()
 	if p.h.kind == kindBatch {
 		n.batchReqCPU += p.req[resCPU] + p.req[resBatchCPU]
 	}
@@ -451,6 +468,13 @@ func (n *node) place(p *pod, la *nodeload.Config, now time.Time) {
 		s.assigned, _ = la.NewAssignedPod(p.obj, now)
 		n.seen = append(n.seen, s)
 		n.addExcess(&n.seen[len(n.seen)-1], now)
+		if n.ownReports {
+			i := len(n.seen) - 1
+			if i>>6 == len(n.unsettled) {
+				n.unsettled = append(n.unsettled, 0)
+			}
+			n.unsettled[i>>6] |= 1 << (i & 63)
+		}
 	}
 	p.candIdx = -1
 	if p.candidate && n.planner != nil {
@@ -482,6 +506,13 @@ func (n *node) remove(p *pod, now time.Time) {
 		n.seen[p.nodeIdx] = n.seen[last]
 		n.seen[last] = seenPod{}
 		n.seen = n.seen[:last]
+		if n.ownReports {
+			// The last pod's bit moves with it.
+			i := p.nodeIdx
+			lastBit := n.unsettled[last>>6] >> (last & 63) & 1
+			n.unsettled[i>>6] = n.unsettled[i>>6]&^(1<<(i&63)) | lastBit<<(i&63)
+			n.unsettled[last>>6] &^= 1 << (last & 63)
+		}
 	}
 	moved.nodeIdx = p.nodeIdx
 	if moved.candIdx >= 0 && moved != p {
@@ -492,13 +523,13 @@ func (n *node) remove(p *pod, now time.Time) {
 	n.pods = n.pods[:last]
 	n.hot = n.hot[:last]
 	n.req.sub(&p.req)
-	n.balanceWithout = balanceOf(&n.req, &n.alloc)
-	n.syncFit()
+	n.nonZeroCPU -= p.nonZeroCPU
+	n.nonZeroMemory -= p.nonZeroMemory
 	if p.job >= 0 {
 		n.groupReq[p.vgroup].sub(&p.req)
 	}
-	n.nonZeroCPU -= p.nonZeroCPU
-	n.nonZeroMemory -= p.nonZeroMemory
+	n.balanceWithout = balanceOf(&n.req, &n.alloc)
+	n.syncFit()
 	if p.h.kind == kindBatch {
 		n.batchReqCPU -= p.req[resCPU] + p.req[resBatchCPU]
 	}
@@ -552,7 +583,10 @@ type fitView struct {
 }
 
 // syncFit writes the node's fitView from its fields, and the node's
-// place in the scheduler's fitSets from that.
+// place in the scheduler's fitSets and roomSets from that; it makes the
+// scheduler forget the node's requestScores. Every change of the node's
+// requests (its groupReq with them) or allocatable calls it, after the
+// change.
 func (n *node) syncFit() {
 	f := n.fit
 	f.free = n.alloc
@@ -561,15 +595,19 @@ func (n *node) syncFit() {
 	if !n.pressureUntil.IsZero() {
 		f.pressureUntil = n.pressureUntil.UnixNano()
 	}
-	n.fitIndex.synced(n.idx)
+	n.fitIndex.synced(n)
 }
 
 // loadSummary is the node's LoadAware view at now as la's Filter and
 // Score read it: FilterSummary and ScoreSummary give their answers.
 func (n *node) loadSummary(la *nodeload.Config, now time.Time) *nodeload.NodeSummary {
-	n.refreshExcess(now)
-	if !n.sumFresh {
-		n.sum, n.sumFresh = la.Summarize(&n.load), true
+	// Fresh excess makes refreshExcess return at once: the check is
+	// made here first, without reading the metric.
+	if !n.sumFresh || !n.excessFresh || !n.excessUntil.IsZero() && !now.Before(n.excessUntil) {
+		n.refreshExcess(now)
+		if !n.sumFresh {
+			n.sum, n.sumFresh = la.Summarize(&n.load), true
+		}
 	}
 	return &n.sum
 }
@@ -629,11 +667,23 @@ func (n *node) refreshExcess(now time.Time) {
 		n.load.Excess, n.load.ProdExcess, n.excessUntil = nodeload.NodeExcess(n.assigned, m, now)
 		return
 	}
+	// The settled pods add no excess, and adding none without a time
+	// limit leaves the sums as they are: the unsettled pods alone, in
+	// the same order, make the sums of every pod.
 	var sum nodeload.ExcessSum
-	for i := range n.seen {
-		s := &n.seen[i]
-		e, until := s.assigned.ExcessOf(m, s.report, now)
-		sum.Add(&s.assigned, e, until)
+	for w, word := range n.unsettled {
+		for ; word != 0; word &= word - 1 {
+			i := w<<6 | bits.TrailingZeros64(word)
+			s := &n.seen[i]
+			e, until := s.assigned.ExcessOf(m, s.report, now)
+			if e == (nodeload.Vector{}) && until.IsZero() {
+				if needed, _ := s.assigned.NeedsEstimateOf(m, s.report, now); !needed {
+					n.unsettled[w] &^= 1 << (i & 63)
+				}
+				continue
+			}
+			sum.Add(&s.assigned, e, until)
+		}
 	}
 	n.load.Excess, n.load.ProdExcess, n.excessUntil = sum.All, sum.Prod, sum.Until
 }

@@ -195,56 +195,72 @@ func (r *run) selectPreemption(p *pod) (preemptCandidate, bool) {
 		return preemptCandidate{}, false
 	}
 	anyone := false
+	var mask uint64 // the groups p may preempt
 	for g := range pe.reps {
 		pe.elig[g] = pe.eligible(int32(g), obj)
 		anyone = anyone || pe.elig[g] && pe.running[g] > 0
+		if pe.elig[g] {
+			mask |= 1 << g
+		}
 	}
 	if !anyone {
 		return preemptCandidate{}, false
 	}
+	return r.selectFrom(p, mask, pe.rng.IntN(len(r.nodes)))
+}
+
+// selectFrom is selectPreemption's search for p, which may preempt the
+// pods of the victim groups in mask, from node offset round the cluster.
+func (r *run) selectFrom(p *pod, mask uint64, offset int) (preemptCandidate, bool) {
 	n := len(r.nodes)
 	want := min(n, max(n*10/100, 100))
-	offset := pe.rng.IntN(n)
+	// The nodes of p's roomSet only: on the others p has no room even
+	// with every pod it may preempt gone.
+	words := r.sched.index.roomSetOf(&p.req, mask, r.nodes).words
 	var best preemptCandidate
 	found, nonViolating := 0, 0
-	for i := range n {
-		nd := r.nodes[(offset+i)%n]
-		if !r.mayPreemptOn(p, nd) {
-			continue
-		}
-		r.victimsOn(p, nd, false)
-		c := r.lastCandidate
-		if c.victims == 0 {
-			continue
-		}
-		c.node = nd
-		if found == 0 || c.better(&best) {
-			best = c
-		}
-		found++
-		if c.pdbViolations == 0 {
-			nonViolating++
-		}
-		if nonViolating > 0 && found >= want {
-			break
+	for _, span := range [2][2]int{{offset, n}, {0, offset}} {
+		for i := nextBit(words, span[0], span[1]); i < span[1]; i = nextBit(words, i+1, span[1]) {
+			nd := r.nodes[i]
+			if !r.unblocked(p, nd) {
+				continue
+			}
+			r.victimsOn(p, nd, false)
+			c := r.lastCandidate
+			if c.victims == 0 {
+				continue
+			}
+			c.node = nd
+			if found == 0 || c.better(&best) {
+				best = c
+			}
+			found++
+			if c.pdbViolations == 0 {
+				nonViolating++
+			}
+			if nonViolating > 0 && found >= want {
+				return best, true
+			}
 		}
 	}
 	return best, found > 0
 }
 
-// mayPreemptOn reports whether removing every pod p may preempt on n could
-// make room for p, and nothing preemption cannot change keeps p off n.
-func (r *run) mayPreemptOn(p *pod, n *node) bool {
-	pe := r.preemptor
+// roomWithout is what n would have free with every pod of the victim
+// groups in mask gone.
+func roomWithout(n *node, mask uint64) resVec {
 	free := n.fit.free
 	for g := range n.groupReq {
-		if pe.elig[g] {
+		if mask>>g&1 != 0 {
 			free.add(&n.groupReq[g])
 		}
 	}
-	if !fitsFree(p, &free) {
-		return false
-	}
+	return free
+}
+
+// unblocked reports whether nothing preemption cannot change keeps p off
+// n: the MemoryPressure taint, LoadAware's filter.
+func (r *run) unblocked(p *pod, n *node) bool {
 	if p.bestEffort && r.now.UnixNano() < n.fit.pressureUntil {
 		return false
 	}
@@ -256,13 +272,14 @@ func (r *run) mayPreemptOn(p *pod, n *node) bool {
 	return true
 }
 
-// fitsFree is NodeResourcesFit with free left on the node.
-func fitsFree(p *pod, free *resVec) bool {
+// fitsFree is NodeResourcesFit of a pod requesting req with free left on
+// the node.
+func fitsFree(req, free *resVec) bool {
 	if free[resPods] < 1 {
 		return false
 	}
 	for res := range resPods {
-		if p.req[res] > 0 && p.req[res] > free[res] {
+		if req[res] > 0 && req[res] > free[res] {
 			return false
 		}
 	}
@@ -285,7 +302,7 @@ func (r *run) victimsOn(p *pod, n *node, collect bool) []*pod {
 	}
 	pe.potential = pot
 	r.lastCandidate = preemptCandidate{}
-	if len(pot) == 0 || !fitsFree(p, &free) {
+	if len(pot) == 0 || !fitsFree(&p.req, &free) {
 		return nil
 	}
 	sortByImportance(pot)
@@ -317,7 +334,7 @@ func (r *run) victimsOn(p *pod, n *node, collect bool) []*pod {
 				continue
 			}
 			free.sub(&q.req)
-			if fitsFree(p, &free) {
+			if fitsFree(&p.req, &free) {
 				continue
 			}
 			free.add(&q.req)

@@ -17,6 +17,7 @@ limitations under the License.
 package sim
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -367,4 +368,124 @@ func snapshotOf(t *testing.T, r *run) *preemption.Snapshot {
 		s.Nodes = append(s.Nodes, np)
 	}
 	return s
+}
+
+// linearSelectFrom is selectFrom as it was before roomSets: every node
+// from offset round the cluster checked in turn.
+func linearSelectFrom(r *run, p *pod, mask uint64, offset int) (preemptCandidate, bool) {
+	n := len(r.nodes)
+	want := min(n, max(n*10/100, 100))
+	var best preemptCandidate
+	found, nonViolating := 0, 0
+	for i := range n {
+		nd := r.nodes[(offset+i)%n]
+		if free := roomWithout(nd, mask); !fitsFree(&p.req, &free) || !r.unblocked(p, nd) {
+			continue
+		}
+		r.victimsOn(p, nd, false)
+		c := r.lastCandidate
+		if c.victims == 0 {
+			continue
+		}
+		c.node = nd
+		if found == 0 || c.better(&best) {
+			best = c
+		}
+		found++
+		if c.pdbViolations == 0 {
+			nonViolating++
+		}
+		if nonViolating > 0 && found >= want {
+			break
+		}
+	}
+	return best, found > 0
+}
+
+// TestPreemptionWalksRoomSets holds preemption's search, which walks the
+// roomSet of the preemptor's request and victim groups, to the linear
+// scan it replaced (the same candidate, found from every offset), and
+// every roomSet to roomWithout computed afresh, at every step of busy
+// clusters under the three default policies, for Prod pods of three
+// sizes and the first pod waiting of each signature.
+func TestPreemptionWalksRoomSets(t *testing.T) {
+	w, err := workload.Synthetic(workload.SyntheticParams{Seed: 11, Nodes: 12, Duration: 3 * time.Hour, BatchLoadPercent: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[Policy]int{}
+	for _, policy := range []Policy{PolicyK8sDefault, PolicyK8sBestEffort, PolicyWaterline} {
+		r := newConfiguredRun(t, w, policy, nil)
+		var pods []*pod
+		for i, cpu := range []int64{500, 2000, 6000} {
+			obj := r.podObject(NamespaceOnline, fmt.Sprintf("api-%d", i), corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewMilliQuantity(cpu, resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity(gi, resource.BinarySI),
+			}, nil)
+			p, err := r.newPod(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods = append(pods, p)
+		}
+		roomy, cramped := 0, 0
+		for r.step = 0; r.step < r.steps; r.step++ {
+			if err := r.oneStep(); err != nil {
+				t.Fatal(err)
+			}
+			pe := r.preemptor
+			tried := pods
+			for _, sq := range r.queue.bySig {
+				// The first pod waiting of each signature too.
+				if sq != nil && sq.head < len(sq.pods) && sq.pods[sq.head].p != nil {
+					tried = append(tried[:len(tried):len(tried)], sq.pods[sq.head].p)
+				}
+			}
+			for _, p := range tried {
+				obj := p.obj
+				if obj == nil {
+					obj = p.tmpl.obj
+				}
+				var mask uint64
+				for g := range pe.reps {
+					pe.elig[g] = pe.eligible(int32(g), obj)
+					if pe.elig[g] {
+						mask |= 1 << g
+					}
+				}
+				for offset := range r.nodes {
+					got, gotOK := r.selectFrom(p, mask, offset)
+					want, wantOK := linearSelectFrom(r, p, mask, offset)
+					if got != want || gotOK != wantOK {
+						t.Fatalf("%s, step %d, %s from node %d: found %+v (%t), the linear scan %+v (%t)", policy, r.step, p.podName(), offset, got, gotOK, want, wantOK)
+					}
+					if gotOK {
+						found[policy]++
+					}
+				}
+			}
+			for _, rs := range r.sched.index.rooms {
+				for _, n := range r.nodes {
+					free := roomWithout(n, rs.key.mask)
+					want := fitsFree(&rs.key.req, &free)
+					if got := rs.words[n.idx>>6]>>(n.idx&63)&1 != 0; got != want {
+						t.Fatalf("%s, step %d: node %s in the roomSet of %+v: %t, roomWithout says %t", policy, r.step, n.spec.Name, rs.key, got, want)
+					}
+					if want {
+						roomy++
+					} else {
+						cramped++
+					}
+				}
+			}
+		}
+		if roomy == 0 || cramped == 0 {
+			t.Errorf("%s: roomSets held %d nodes with room, %d without: the test saw too little", policy, roomy, cramped)
+		}
+	}
+	// Waterline's Batch pods ask for the Batch tier's resources, so that
+	// preempting them makes no room for the pods tried here.
+	if found[PolicyK8sDefault] == 0 || found[PolicyK8sBestEffort] == 0 {
+		t.Errorf("searches that found a node, by policy: %v: the test saw too little", found)
+	}
 }

@@ -44,14 +44,14 @@ func linearPick(s *scheduler, p *pod, nodes []*node, now time.Time) *node {
 	for i := 0; i < n && len(s.feasible) < want; i++ {
 		processed++
 		if fitsView(p, &s.index.views[j], now) && s.fitsLoad(p, nodes[j], now) {
-			s.feasible = append(s.feasible, nodes[j])
+			s.feasible = append(s.feasible, int32(j))
 		}
 		if j++; j == n {
 			j = 0
 		}
 	}
 	s.nextStart = (s.nextStart + processed) % n
-	return s.best(p, now)
+	return s.best(p, nodes, now)
 }
 
 // TestPickMatchesLinearScan holds pick, which walks the fitSet of the
@@ -158,8 +158,8 @@ func TestPickMatchesLinearScan(t *testing.T) {
 						t.Fatalf("step %d: %d feasible nodes, the linear scan found %d", step, len(fast.s.feasible), len(slow.s.feasible))
 					}
 					for i := range fast.s.feasible {
-						if fast.s.feasible[i].idx != slow.s.feasible[i].idx {
-							t.Fatalf("step %d: feasible node %d is %d, the linear scan's %d", step, i, fast.s.feasible[i].idx, slow.s.feasible[i].idx)
+						if fast.s.feasible[i] != slow.s.feasible[i] {
+							t.Fatalf("step %d: feasible node %d is %d, the linear scan's %d", step, i, fast.s.feasible[i], slow.s.feasible[i])
 						}
 					}
 					if fast.s.nextStart != slow.s.nextStart {
@@ -213,4 +213,94 @@ func nodeName(n *node) string {
 		return "no node"
 	}
 	return n.spec.Name
+}
+
+// TestRequestScoresAgreeWithScore holds the requestScores the scheduler
+// keeps per scoreKey (scoreSet) to requestScore computed afresh, for
+// every node and key, after every pick of a random cluster: pods of
+// random shapes (BestEffort ones, and pods whose containers make their
+// non-zero requests differ from their requests, included) placed where
+// pick sent them and anywhere else, removed, tier allocatable published
+// and memory pressure set.
+func TestRequestScoresAgreeWithScore(t *testing.T) {
+	start := time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
+	containers := [][]corev1.ResourceList{
+		{{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}},
+		{{corev1.ResourceCPU: resource.MustParse("1")}, {corev1.ResourceMemory: resource.MustParse("2Gi")}},
+		{{corev1.ResourceCPU: resource.MustParse("3500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
+		{{corev1.ResourceMemory: resource.MustParse("6Gi")}},
+		{{extension.ResourceBatchCPU: resource.MustParse("2000"), extension.ResourceBatchMemory: resource.MustParse("2Gi")}},
+		{nil},
+		{nil, nil},
+	}
+	for _, numNodes := range []int{3, 65, 200} {
+		rng := rand.New(rand.NewPCG(uint64(numNodes), 2))
+		objs := make([]*corev1.Node, numNodes)
+		for i := range objs {
+			objs[i] = &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
+				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+					corev1.ResourceCPU:         *resource.NewMilliQuantity(int64(2000+rng.IntN(14000)), resource.DecimalSI),
+					corev1.ResourceMemory:      *resource.NewQuantity(int64(4+rng.IntN(28))<<30, resource.BinarySI),
+					corev1.ResourcePods:        *resource.NewQuantity(int64(2+rng.IntN(10)), resource.DecimalSI),
+					extension.ResourceBatchCPU: *resource.NewQuantity(int64(rng.IntN(8000)), resource.DecimalSI),
+				}},
+			}
+		}
+		s := NewDefaultScheduler(objs, 1)
+		var placed []*pod
+		now := start
+		checked := 0
+		for seq := range int64(600) {
+			var cs []corev1.Container
+			for i, req := range containers[rng.IntN(len(containers))] {
+				cs = append(cs, corev1.Container{Name: fmt.Sprint(i), Resources: corev1.ResourceRequirements{Requests: req}})
+			}
+			p := newPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint(seq)}, Spec: corev1.PodSpec{Containers: cs}}, nil, seq)
+			n := s.s.pick(p, s.nodes, now)
+			switch {
+			case n != nil && rng.IntN(4) > 0:
+				n.place(p, nil, now)
+				placed = append(placed, p)
+			case rng.IntN(2) == 0: // anywhere, fit or not
+				s.nodes[rng.IntN(numNodes)].place(p, nil, now)
+				placed = append(placed, p)
+			}
+			for range rng.IntN(3) {
+				n := s.nodes[rng.IntN(numNodes)]
+				switch rng.IntN(3) {
+				case 0:
+					if len(placed) > 0 {
+						k := rng.IntN(len(placed))
+						placed[k].node.remove(placed[k], now)
+						placed[k] = placed[len(placed)-1]
+						placed = placed[:len(placed)-1]
+					}
+				case 1:
+					n.alloc[resBatchCPU] = int64(rng.IntN(8000))
+					n.syncFit()
+				case 2:
+					n.pressureUntil = now.Add(memoryPressurePeriod)
+					n.syncFit()
+				}
+			}
+			for _, ss := range s.s.index.scores {
+				like := &pod{podShape: &podShape{nonZeroCPU: ss.key.nonZeroCPU, nonZeroMemory: ss.key.nonZeroMemory}}
+				like.req[resCPU], like.req[resMemory] = ss.key.cpu, ss.key.memory
+				for i, sc := range ss.known {
+					if sc == unknownScore {
+						continue
+					}
+					if want := requestScore(like, s.nodes[i]); int64(sc) != want {
+						t.Fatalf("%d nodes, pod %d: node %d keeps score %d for %+v, requestScore %d", numNodes, seq, i, sc, ss.key, want)
+					}
+					checked++
+				}
+			}
+			now = now.Add(time.Duration(rng.IntN(15)) * time.Second)
+		}
+		if len(s.s.index.scores) < 4 || checked == 0 {
+			t.Errorf("%d nodes: %d score keys, %d scores checked: the test saw too little", numNodes, len(s.s.index.scores), checked)
+		}
+	}
 }

@@ -99,8 +99,8 @@ func newScheduler(la *nodeload.Config, laWeight int64, nodes []*corev1.Node, see
 			fit:      &s.s.index.views[i],
 			fitIndex: &s.s.index,
 		}
-		n.syncFit()
 		n.balanceWithout = balanceOf(&n.req, &n.alloc)
+		n.syncFit()
 		n.assigned = n.assignedSeq()
 		if la != nil {
 			// A malformed annotation is ignored, as the plugin does.

@@ -45,6 +45,12 @@ func (p *AssignedPod) NeedsEstimate(m *Metric, now time.Time) (needed bool, unti
 	return p.needsEstimate(m, m.PodReport(p.Key), now)
 }
 
+// NeedsEstimateOf is NeedsEstimate with what the metric reports of the pod
+// given (r must be m.PodReport(p.Key)), as ExcessOf is Excess's.
+func (p *AssignedPod) NeedsEstimateOf(m *Metric, r PodReport, now time.Time) (needed bool, until time.Time) {
+	return p.needsEstimate(m, r, now)
+}
+
 // PodReport is what a NodeMetric says of one pod: whether it lists the pod,
 // and the pod's usage if it does.
 type PodReport struct {

@@ -184,9 +184,10 @@ func TestNodeExcess(t *testing.T) {
 }
 
 // TestExcessOfGivenReports holds the caller-kept path (ExcessOf with each
-// pod's report, summed by ExcessSum) against NodeExcess on a metric that
-// lists the pods: a metric with no pod list and the reports given must
-// decide the same, and a wrong report must change the answer.
+// pod's report, summed by ExcessSum, and NeedsEstimateOf) against
+// NodeExcess and NeedsEstimate on a metric that lists the pods: a metric
+// with no pod list and the reports given must decide the same, and a
+// wrong report must change the answer.
 func TestExcessOfGivenReports(t *testing.T) {
 	c := mustConfig(t, defaultSpec())
 	nm := makeMetric("n", t0).
@@ -209,6 +210,22 @@ func TestExcessOfGivenReports(t *testing.T) {
 		e, u := p.ExcessOf(unlisted, listed.PodReport(p.Key), now)
 		s.Add(p, e, u)
 	}
+	needed := 0
+	// With a pod reported a whole window after it was scheduled, which
+	// needs none.
+	for _, p := range append(pods, &AssignedPod{Key: "ns/d", Estimate: vec(400, 256*Mi), ScheduledAt: old}) {
+		got, gotUntil := p.NeedsEstimateOf(unlisted, listed.PodReport(p.Key), now)
+		want, wantUntil := p.NeedsEstimate(listed, now)
+		if got != want || !gotUntil.Equal(wantUntil) {
+			t.Errorf("pod %s: NeedsEstimateOf %t until %v, NeedsEstimate %t until %v", p.Key, got, gotUntil, want, wantUntil)
+		}
+		if got {
+			needed++
+		}
+	}
+	if needed == 0 || needed > len(pods) {
+		t.Fatalf("%d of %d pods need an estimate: the case must have both", needed, len(pods)+1)
+	}
 	if diff := cmp.Diff(ExcessSum{All: all, Prod: prod, Until: until}, s); diff != "" {
 		t.Errorf("ExcessOf summed (-NodeExcess +got):\n%s", diff)
 	}
@@ -220,6 +237,9 @@ func TestExcessOfGivenReports(t *testing.T) {
 	e, _ := pods[3].ExcessOf(unlisted, PodReport{}, now)
 	if diff := cmp.Diff(vec(400, 256*Mi), e); diff != "" {
 		t.Errorf("unreported pod's excess (-want +got):\n%s", diff)
+	}
+	if needs, _ := pods[3].NeedsEstimateOf(unlisted, PodReport{}, now); !needs {
+		t.Errorf("unreported pod needs no estimate")
 	}
 }
 

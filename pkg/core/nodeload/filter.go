@@ -215,6 +215,30 @@ func addSat(a, b int64) int64 {
 	return s
 }
 
+// percentOver reports whether Percent(used, total) > threshold, without
+// Percent's division: FilterSummary asks it for every resource of every
+// node a pod is filtered on. For used and total positive,
+// Percent = ⌊N / D⌋ with N = used × 200 + total and D = 2 × total (or
+// math.MaxInt64 when the quotient does not fit 64 bits), and for
+// 0 ≤ threshold < math.MaxInt64, ⌊N / D⌋ > threshold ⟺
+// N ≥ (threshold + 1) × D; both products are taken in 128 bits, as
+// Percent's is.
+func percentOver(used, total, threshold int64) bool {
+	switch {
+	case threshold < 0:
+		return true // Percent is never negative
+	case threshold == math.MaxInt64:
+		return false
+	case used <= 0 || total <= 0:
+		return false // Percent is 0
+	}
+	nHi, nLo := bits.Mul64(uint64(used), 200)
+	nLo, carry := bits.Add64(nLo, uint64(total), 0)
+	nHi += carry
+	tHi, tLo := bits.Mul64(uint64(threshold)+1, 2*uint64(total))
+	return nHi > tHi || nHi == tHi && nLo >= tLo
+}
+
 // Percent is round(100 × used / total), rounding halves up, in integers so
 // that the byte counts of large nodes stay exact; total must be positive.
 // The product is taken in 128 bits, so exabyte quantities give their true

@@ -18,6 +18,7 @@ package nodeload
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -397,6 +398,44 @@ func TestPercent(t *testing.T) {
 		if got := Percent(tc.used, tc.total); got != tc.want {
 			t.Errorf("Percent(%d, %d) = %d, want %d", tc.used, tc.total, got, tc.want)
 		}
+	}
+}
+
+// TestPercentOverAgreesWithPercent holds percentOver to Percent compared
+// with the threshold, on random amounts of every magnitude (exabytes and
+// quotients that saturate included), negative and zero ones, and
+// thresholds around the percentage and at the extremes.
+func TestPercentOverAgreesWithPercent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	amount := func() int64 {
+		switch rng.IntN(8) {
+		case 0:
+			return []int64{0, 1, -1, 2, math.MaxInt64, math.MinInt64, math.MaxInt64 - 1}[rng.IntN(7)]
+		case 1:
+			return -rng.Int64N(1 << 40)
+		}
+		return rng.Int64N(int64(1) << (1 + rng.IntN(62)))
+	}
+	over := 0
+	for range 200_000 {
+		used, total := amount(), amount()
+		if rng.IntN(4) == 0 && total > 0 {
+			// Exactly at a percentage, or one off it: the rounding's edges.
+			used = total*int64(rng.IntN(101))/100 + int64(rng.IntN(3)) - 1
+		}
+		p := Percent(used, total)
+		for _, threshold := range []int64{p - 1, p, p + 1, int64(rng.IntN(101)), 0, -1, math.MaxInt64, math.MinInt64} {
+			want := p > threshold
+			if got := percentOver(used, total, threshold); got != want {
+				t.Fatalf("percentOver(%d, %d, %d) = %t; Percent = %d", used, total, threshold, got, p)
+			}
+			if want {
+				over++
+			}
+		}
+	}
+	if over == 0 {
+		t.Fatal("no case over its threshold")
 	}
 }
 

@@ -168,7 +168,7 @@ func (c *Config) FilterSummary(pod *PodLoad, s *NodeSummary, now int64) Verdict 
 		if threshold == 0 || r.alloc <= 0 {
 			continue
 		}
-		if Percent(addSat(base, pod.Estimate[i]), r.alloc) > threshold {
+		if percentOver(addSat(base, pod.Estimate[i]), r.alloc, threshold) {
 			over |= 1 << i
 		}
 	}
