@@ -294,7 +294,10 @@ func (h *Histogram) decay(t time.Time, weight float64, s *Sampler) float64 {
 		h.ref = t
 		return 1
 	}
-	if s != nil && s.known && s.ref == h.ref && s.halfLifeSec == hl {
+	// ==, not Equal: the same instant with and without a monotonic
+	// reading can give t.Sub different results, and the factor must be
+	// the one this histogram would work out.
+	if s != nil && s.known && s.ref == h.ref && s.halfLifeSec == hl { //nolint:staticcheck // QF1009: see above
 		return s.factor
 	}
 	e := t.Sub(h.ref).Seconds() / hl

@@ -539,7 +539,7 @@ func TestSamplerAgreesWithAddSample(t *testing.T) {
 			known, ref := s.known, s.ref
 			s.Add(viaSampler[i], v, w)
 			viaAdd[i].AddSample(v, w, at)
-			if known && ref == viaSampler[i].ref && viaSampler[i].layout.halfLifeSec > 0 {
+			if known && ref == viaSampler[i].ref && viaSampler[i].layout.halfLifeSec > 0 { //nolint:staticcheck // QF1009: the Sampler's own test (==)
 				shared++
 			}
 			a, b := viaAdd[i], viaSampler[i]
