@@ -304,7 +304,11 @@ type node struct {
 	// loadSummary when load changed (sumFresh false: refreshExcess, the
 	// reports, setForbid and SetNodeMetric clear it). The four sit side
 	// by side, so that a pick finding them fresh, as it does on most
-	// nodes, reads nothing else of the node.
+	// nodes, reads nothing else of the node. sumGen counts the summaries
+	// loadSummary made: sum changes only there, so that an answer of
+	// FilterSummary or ScoreSummary made at one sumGen holds while it
+	// stays, Expired permitting (the scheduler's loadSets).
+	sumGen      uint64
 	excessFresh bool
 	sumFresh    bool
 	excessUntil time.Time
@@ -607,6 +611,7 @@ func (n *node) loadSummary(la *nodeload.Config, now time.Time) *nodeload.NodeSum
 		n.refreshExcess(now)
 		if !n.sumFresh {
 			n.sum, n.sumFresh = la.Summarize(&n.load), true
+			n.sumGen++
 		}
 	}
 	return &n.sum

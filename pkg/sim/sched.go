@@ -109,6 +109,35 @@ type fitIndex struct {
 	// victim groups preemption was asked about), byRoom the same by key.
 	rooms  []*roomSet
 	byRoom map[roomKey]*roomSet
+	// byLoad are the loadSets kept so far (with LoadAware on), one per
+	// PodLoad pick was asked to place.
+	byLoad map[nodeload.PodLoad]*loadSet
+}
+
+// loadSet keeps, for the pods of one nodeload.PodLoad, LoadAware's
+// verdict and score on each node: a node's summary is made again only
+// when its load changes (a report, a pod placed or gone, excess expiring:
+// about 1 M times in a default run at 1 000 nodes), while pick filters
+// and scores hundreds of nodes for every pod it places.
+//
+// Invariant: known[i], made when node i's sumGen was gen and its
+// summary's Expired was expired, holds FilterSummary's and ScoreSummary's
+// answers for the set's load on that summary; they are the answers at
+// every time at which Expired agrees (NodeSummary.Expired), and the
+// summary changes only with sumGen. An entry is made in full when either
+// check fails, its score left unknown until asked.
+type loadSet struct {
+	known []loadEntry
+}
+
+// loadEntry is one node's answers in a loadSet. An entry never made has
+// gen 0, which no summary has: loadSummary makes the node's first one
+// (sumFresh starts false) before an entry is read.
+type loadEntry struct {
+	gen     uint64
+	score   int32 // ScoreSummary's, or unknownScore
+	fits    bool  // FilterSummary's verdict is Fit
+	expired bool
 }
 
 // roomKey identifies a roomSet: a request, and the victim groups (bit g
@@ -170,7 +199,52 @@ type fitSet struct {
 
 // newFitIndex returns the index of n nodes, their views zero.
 func newFitIndex(n int) fitIndex {
-	return fitIndex{views: make([]fitView, n), byReq: map[resVec]*fitSet{}, byKey: map[scoreKey]*scoreSet{}, byRoom: map[roomKey]*roomSet{}}
+	return fitIndex{views: make([]fitView, n), byReq: map[resVec]*fitSet{}, byKey: map[scoreKey]*scoreSet{}, byRoom: map[roomKey]*roomSet{}, byLoad: map[nodeload.PodLoad]*loadSet{}}
+}
+
+// loadsOf returns the loadSet of p's PodLoad, every entry unmade the
+// first time.
+func (x *fitIndex) loadsOf(p *pod) *loadSet {
+	if ls := x.byLoad[p.load]; ls != nil {
+		return ls
+	}
+	ls := &loadSet{known: make([]loadEntry, len(x.views))}
+	x.byLoad[p.load] = ls
+	return ls
+}
+
+// entry returns the entry of nodes[i] at now for a pod p of the set's
+// load, made again when the node's summary or its Expired changed.
+func (ls *loadSet) entry(la *nodeload.Config, p *pod, nodes []*node, i int32, now time.Time) *loadEntry {
+	n := nodes[i]
+	sum := n.loadSummary(la, now)
+	ns := now.UnixNano()
+	expired := sum.Expired(ns)
+	e := &ls.known[i]
+	if e.gen != n.sumGen || e.expired != expired {
+		*e = loadEntry{
+			gen:     n.sumGen,
+			score:   unknownScore,
+			fits:    la.FilterSummary(&p.load, sum, ns).Reason == nodeload.Fit,
+			expired: expired,
+		}
+	}
+	return e
+}
+
+// fits is fitsLoad of a pod p of the set's load on nodes[i] at now.
+func (ls *loadSet) fits(la *nodeload.Config, p *pod, nodes []*node, i int32, now time.Time) bool {
+	return ls.entry(la, p, nodes, i, now).fits
+}
+
+// score is LoadAware's score (unweighted) of a pod p of the set's load on
+// nodes[i] at now.
+func (ls *loadSet) score(la *nodeload.Config, p *pod, nodes []*node, i int32, now time.Time) int64 {
+	e := ls.entry(la, p, nodes, i, now)
+	if e.score == unknownScore {
+		e.score = int32(la.ScoreSummary(&p.load, &nodes[i].sum, now.UnixNano()))
+	}
+	return int64(e.score)
 }
 
 // setOf returns the fitSet of req, made from the views the first time.
@@ -417,21 +491,26 @@ func (s *scheduler) pick(p *pod, nodes []*node, now time.Time) *node {
 	want := numFeasibleNodesToFind(n)
 	s.feasible = s.feasible[:0]
 	words := s.index.setOf(&p.req).words
+	var loads *loadSet
+	if s.la != nil {
+		loads = s.index.loadsOf(p)
+	}
 	start := s.nextStart % n
 	processed := n
-	if j := s.collect(p, nodes, words, start, n, want, now); j >= 0 {
+	if j := s.collect(p, nodes, words, loads, start, n, want, now); j >= 0 {
 		processed = j - start + 1
-	} else if j := s.collect(p, nodes, words, 0, start, want, now); j >= 0 {
+	} else if j := s.collect(p, nodes, words, loads, 0, start, want, now); j >= 0 {
 		processed = n - start + j + 1
 	}
 	s.nextStart = (s.nextStart + processed) % n
-	return s.best(p, nodes, now)
+	return s.best(p, nodes, loads, now)
 }
 
 // best returns the feasible node (s.feasible, of nodes) that scores
 // highest for p, ties broken at random as kube-scheduler's selectHost
-// does; nil when none is feasible.
-func (s *scheduler) best(p *pod, nodes []*node, now time.Time) *node {
+// does; nil when none is feasible. loads is the loadSet of p's load, nil
+// with LoadAware off.
+func (s *scheduler) best(p *pod, nodes []*node, loads *loadSet, now time.Time) *node {
 	switch len(s.feasible) {
 	case 0:
 		return nil
@@ -443,8 +522,8 @@ func (s *scheduler) best(p *pod, nodes []*node, now time.Time) *node {
 	scores := s.index.scoresOf(p)
 	for _, i := range s.feasible {
 		sc := scores.of(p, nodes, i)
-		if s.la != nil {
-			sc += s.loadScore(p, nodes[i], now)
+		if loads != nil {
+			sc += s.laWeight * loads.score(s.la, p, nodes, i, now)
 		}
 		switch {
 		case sc > bestScore:
@@ -462,9 +541,10 @@ func (s *scheduler) best(p *pod, nodes []*node, now time.Time) *node {
 
 // collect appends to s.feasible, in node order, the nodes of [lo, hi)
 // in words (p's fitSet) that pass the filters at now, until it holds
-// want. It returns the index of the node that made it want, or -1 when
-// the range ran out first.
-func (s *scheduler) collect(p *pod, nodes []*node, words []uint64, lo, hi, want int, now time.Time) int {
+// want; loads is the loadSet of p's load, nil with LoadAware off. It
+// returns the index of the node that made it want, or -1 when the range
+// ran out first.
+func (s *scheduler) collect(p *pod, nodes []*node, words []uint64, loads *loadSet, lo, hi, want int, now time.Time) int {
 	for w := lo >> 6; w<<6 < hi; w++ {
 		word := words[w]
 		if w == lo>>6 {
@@ -475,7 +555,7 @@ func (s *scheduler) collect(p *pod, nodes []*node, words []uint64, lo, hi, want 
 		}
 		for ; word != 0; word &= word - 1 {
 			j := w<<6 | bits.TrailingZeros64(word)
-			if underPressure(p, &s.index.views[j], now) || !s.fitsLoad(p, nodes[j], now) {
+			if underPressure(p, &s.index.views[j], now) || loads != nil && !loads.fits(s.la, p, nodes, int32(j), now) {
 				continue
 			}
 			if s.feasible = append(s.feasible, int32(j)); len(s.feasible) == want {

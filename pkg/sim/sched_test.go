@@ -28,6 +28,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 )
 
 // linearPick is pick as it was before fitSets: every node checked in
@@ -51,7 +52,32 @@ func linearPick(s *scheduler, p *pod, nodes []*node, now time.Time) *node {
 		}
 	}
 	s.nextStart = (s.nextStart + processed) % n
-	return s.best(p, nodes, now)
+	return linearBest(s, p, nodes, now)
+}
+
+// linearBest is best as it was before scoreSets and loadSets: each
+// feasible node scored afresh.
+func linearBest(s *scheduler, p *pod, nodes []*node, now time.Time) *node {
+	switch len(s.feasible) {
+	case 0:
+		return nil
+	case 1:
+		return nodes[s.feasible[0]]
+	}
+	best := int32(-1)
+	bestScore, ties := int64(-1), 0
+	for _, i := range s.feasible {
+		switch sc := s.score(p, nodes[i], now); {
+		case sc > bestScore:
+			best, bestScore, ties = i, sc, 1
+		case sc == bestScore:
+			ties++
+			if s.rng.IntN(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return nodes[best]
 }
 
 // TestPickMatchesLinearScan holds pick, which walks the fitSet of the
@@ -301,6 +327,118 @@ func TestRequestScoresAgreeWithScore(t *testing.T) {
 		}
 		if len(s.s.index.scores) < 4 || checked == 0 {
 			t.Errorf("%d nodes: %d score keys, %d scores checked: the test saw too little", numNodes, len(s.s.index.scores), checked)
+		}
+	}
+}
+
+// TestLoadSetsAgreeWithSummary holds the LoadAware answers the scheduler
+// keeps per PodLoad (loadSet) to FilterSummary and ScoreSummary on each
+// node's summary made afresh, for every node and load, after every pick
+// of a random cluster: NodeMetrics reported at random times (some older
+// than their expiry, some never reported, some forbidding scheduling),
+// time passing across expiries, pods of random shapes and bands placed
+// where pick sent them and anywhere else, and removed.
+func TestLoadSetsAgreeWithSummary(t *testing.T) {
+	start := time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
+	shapes := []corev1.ResourceList{
+		{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+		{corev1.ResourceCPU: resource.MustParse("3500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		{corev1.ResourceMemory: resource.MustParse("6Gi")},
+		{extension.ResourceBatchCPU: resource.MustParse("2000"), extension.ResourceBatchMemory: resource.MustParse("2Gi")},
+		nil, // BestEffort
+	}
+	bands := []string{"", "prod", "mid", "batch", "free"}
+	for _, numNodes := range []int{5, 70, 150} {
+		rng := rand.New(rand.NewPCG(uint64(numNodes), 3))
+		objs := make([]*corev1.Node, numNodes)
+		for i := range objs {
+			objs[i] = &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
+				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+					corev1.ResourceCPU:            *resource.NewMilliQuantity(int64(2000+rng.IntN(14000)), resource.DecimalSI),
+					corev1.ResourceMemory:         *resource.NewQuantity(int64(4+rng.IntN(28))<<30, resource.BinarySI),
+					corev1.ResourcePods:           *resource.NewQuantity(int64(4+rng.IntN(20)), resource.DecimalSI),
+					extension.ResourceBatchCPU:    *resource.NewQuantity(int64(rng.IntN(8000)), resource.DecimalSI),
+					extension.ResourceBatchMemory: *resource.NewQuantity(int64(rng.IntN(16))<<30, resource.BinarySI),
+				}},
+			}
+		}
+		s, err := NewScheduler(DefaultLoadAwareSpec(), DefaultLoadAwareWeight, objs, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		la := s.la
+		report := func(obj *corev1.Node, now time.Time) {
+			nm := &v1alpha1.NodeMetric{
+				ObjectMeta: metav1.ObjectMeta{Name: obj.Name},
+				Status: v1alpha1.NodeMetricStatus{
+					NodeMetric: &v1alpha1.NodeMetricInfo{NodeUsage: corev1.ResourceList{
+						corev1.ResourceCPU:    *resource.NewMilliQuantity(obj.Status.Allocatable.Cpu().MilliValue()*int64(rng.IntN(100))/100, resource.DecimalSI),
+						corev1.ResourceMemory: *resource.NewQuantity(obj.Status.Allocatable.Memory().Value()*int64(rng.IntN(100))/100, resource.BinarySI),
+					}},
+				},
+			}
+			if rng.IntN(8) != 0 {
+				// Up to 400 s old: LoadAware's metrics expire after 180.
+				nm.Status.UpdateTime = &metav1.Time{Time: now.Add(-time.Duration(rng.IntN(400)) * time.Second)}
+			}
+			if err := s.SetNodeMetric(nm); err != nil {
+				t.Fatal(err)
+			}
+			s.nodes[s.byName[obj.Name].idx].load.Metric.ForbidScheduling = rng.IntN(10) == 0
+		}
+		var placed []*pod
+		now := start
+		checked, expired := 0, 0
+		for seq := range int64(400) {
+			for range rng.IntN(numNodes/4 + 2) {
+				report(objs[rng.IntN(numNodes)], now)
+			}
+			obj := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint(seq)},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+					Requests: shapes[rng.IntN(len(shapes))],
+				}}}},
+			}
+			if b := bands[rng.IntN(len(bands))]; b != "" {
+				obj.Labels = map[string]string{extension.LabelBand: b}
+			}
+			p := newPod(obj, la, seq)
+			n := s.s.pick(p, s.nodes, now)
+			switch {
+			case n != nil && rng.IntN(4) > 0:
+				n.place(p, la, now)
+				placed = append(placed, p)
+			case rng.IntN(3) == 0: // anywhere, fit or not
+				s.nodes[rng.IntN(numNodes)].place(p, la, now)
+				placed = append(placed, p)
+			}
+			if len(placed) > 0 && rng.IntN(3) == 0 {
+				k := rng.IntN(len(placed))
+				placed[k].node.remove(placed[k], now)
+				placed[k] = placed[len(placed)-1]
+				placed = placed[:len(placed)-1]
+			}
+			now = now.Add(time.Duration(rng.IntN(60)) * time.Second)
+			for load, ls := range s.s.index.byLoad {
+				like := &pod{podShape: &podShape{load: load}}
+				for i, n := range s.nodes {
+					sum := n.loadSummary(la, now)
+					if sum.Expired(now.UnixNano()) {
+						expired++
+					}
+					if got, want := ls.fits(la, like, s.nodes, int32(i), now), la.FilterSummary(&load, sum, now.UnixNano()).Reason == nodeload.Fit; got != want {
+						t.Fatalf("%d nodes, pod %d: node %d keeps fits %t for %+v, FilterSummary says %t", numNodes, seq, i, got, load, want)
+					}
+					if got, want := ls.score(la, like, s.nodes, int32(i), now), la.ScoreSummary(&load, sum, now.UnixNano()); got != want {
+						t.Fatalf("%d nodes, pod %d: node %d keeps score %d for %+v, ScoreSummary says %d", numNodes, seq, i, got, load, want)
+					}
+					checked++
+				}
+			}
+		}
+		if len(s.s.index.byLoad) < 4 || checked == 0 || expired == 0 || expired == checked {
+			t.Errorf("%d nodes: %d loads, %d answers checked, %d expired: the test saw too little", numNodes, len(s.s.index.byLoad), checked, expired)
 		}
 	}
 }

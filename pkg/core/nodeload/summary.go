@@ -140,6 +140,15 @@ func (c *Config) Summarize(node *NodeLoad) NodeSummary {
 	return s
 }
 
+// Expired reports whether the summary's NodeMetric counts as expired at
+// now (Unix nanoseconds): never reported, or reported too long ago.
+// FilterSummary and ScoreSummary read now only through Expired, so that
+// on one summary they give the same answers at any two times at which
+// Expired agrees; a caller may keep their answers on that condition.
+func (s *NodeSummary) Expired(now int64) bool {
+	return s.expiresAt == 0 || now >= s.expiresAt
+}
+
 // FilterSummary is Filter on a node's summary; now is in Unix
 // nanoseconds. It gives the same verdict as Filter on the NodeLoad the
 // summary was made of.
@@ -151,7 +160,7 @@ func (c *Config) FilterSummary(pod *PodLoad, s *NodeSummary, now int64) Verdict 
 		return Verdict{Reason: ReasonForbidScheduling}
 	case s.flags&reported == 0:
 		return Verdict{}
-	case s.expiresAt == 0 || now >= s.expiresAt:
+	case s.Expired(now):
 		if c.ScheduleWhenMetricExpired {
 			return Verdict{}
 		}
@@ -185,7 +194,7 @@ func (c *Config) FilterSummary(pod *PodLoad, s *NodeSummary, now int64) Verdict 
 // It gives the same score as Score on the NodeLoad the summary was made
 // of.
 func (c *Config) ScoreSummary(pod *PodLoad, s *NodeSummary, now int64) int64 {
-	if s.flags&hasMetric == 0 || s.expiresAt == 0 || now >= s.expiresAt {
+	if s.flags&hasMetric == 0 || s.Expired(now) {
 		return 0
 	}
 	prod := pod.Prod && c.ScoreAccordingProdUsage

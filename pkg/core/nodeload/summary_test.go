@@ -31,7 +31,9 @@ import (
 // the args, metrics missing, never reported, expired or forbidding,
 // aggregates reported or not, and quantities up to the int64 limit and
 // below zero, where sums saturate -- FilterSummary and
-// ScoreSummary give exactly Filter's verdict and Score's score.
+// ScoreSummary give exactly Filter's verdict and Score's score; and at
+// another time at which Expired agrees, the same answers again (the
+// condition on which a caller may keep them).
 func TestSummaryAgrees(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	spec := defaultSpec()
@@ -123,6 +125,15 @@ func TestSummaryAgrees(t *testing.T) {
 		}
 		if got, want := c.ScoreSummary(&pod, &sum, now.UnixNano()), c.Score(&pod, &node, now); got != want {
 			t.Fatalf("case %d: ScoreSummary = %d, Score = %d\nconfig %+v\nnode %+v\nmetric %+v\npod %+v", iter, got, want, c, node, node.Metric, pod)
+		}
+		later := now.Add(time.Duration(rng.Int64N(int64(2*time.Hour))) - time.Hour).UnixNano()
+		if sum.Expired(later) == sum.Expired(now.UnixNano()) {
+			if got, want := c.FilterSummary(&pod, &sum, later), c.FilterSummary(&pod, &sum, now.UnixNano()); got != want {
+				t.Fatalf("case %d: FilterSummary = %+v at %d, %+v at now, Expired agreeing", iter, got, later, want)
+			}
+			if got, want := c.ScoreSummary(&pod, &sum, later), c.ScoreSummary(&pod, &sum, now.UnixNano()); got != want {
+				t.Fatalf("case %d: ScoreSummary = %d at %d, %d at now, Expired agreeing", iter, got, later, want)
+			}
 		}
 	}
 }
