@@ -213,37 +213,49 @@ func (r *run) selectPreemption(p *pod) (preemptCandidate, bool) {
 // pods of the victim groups in mask, from node offset round the cluster.
 func (r *run) selectFrom(p *pod, mask uint64, offset int) (preemptCandidate, bool) {
 	n := len(r.nodes)
-	want := min(n, max(n*10/100, 100))
+	search := candidateSearch{want: min(n, max(n*10/100, 100))}
 	// The nodes of p's roomSet only: on the others p has no room even
 	// with every pod it may preempt gone.
 	words := r.sched.index.roomSetOf(&p.req, mask, r.nodes).words
-	var best preemptCandidate
-	found, nonViolating := 0, 0
 	for _, span := range [2][2]int{{offset, n}, {0, offset}} {
 		for i := nextBit(words, span[0], span[1]); i < span[1]; i = nextBit(words, i+1, span[1]) {
-			nd := r.nodes[i]
-			if !r.unblocked(p, nd) {
-				continue
-			}
-			r.victimsOn(p, nd, false)
-			c := r.lastCandidate
-			if c.victims == 0 {
-				continue
-			}
-			c.node = nd
-			if found == 0 || c.better(&best) {
-				best = c
-			}
-			found++
-			if c.pdbViolations == 0 {
-				nonViolating++
-			}
-			if nonViolating > 0 && found >= want {
-				return best, true
+			if search.try(r, p, r.nodes[i]) {
+				return search.best, true
 			}
 		}
 	}
-	return best, found > 0
+	return search.best, search.found > 0
+}
+
+// candidateSearch is the choice among the nodes a preemption search
+// tries, in its order: the best candidate so far, and when to stop --
+// after want candidates, once one of them violates no PDB.
+type candidateSearch struct {
+	best                preemptCandidate
+	want                int
+	found, nonViolating int
+}
+
+// try considers p's victims on nd (which p has room on with them gone)
+// and reports whether the search is done.
+func (s *candidateSearch) try(r *run, p *pod, nd *node) bool {
+	if !r.unblocked(p, nd) {
+		return false
+	}
+	r.victimsOn(p, nd, false)
+	c := r.lastCandidate
+	if c.victims == 0 {
+		return false
+	}
+	c.node = nd
+	if s.found == 0 || c.better(&s.best) {
+		s.best = c
+	}
+	s.found++
+	if c.pdbViolations == 0 {
+		s.nonViolating++
+	}
+	return s.nonViolating > 0 && s.found >= s.want
 }
 
 // roomWithout is what n would have free with every pod of the victim

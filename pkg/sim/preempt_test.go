@@ -371,35 +371,21 @@ func snapshotOf(t *testing.T, r *run) *preemption.Snapshot {
 }
 
 // linearSelectFrom is selectFrom as it was before roomSets: every node
-// from offset round the cluster checked in turn.
+// from offset round the cluster checked in turn, through the same choice
+// among the candidates (candidateSearch).
 func linearSelectFrom(r *run, p *pod, mask uint64, offset int) (preemptCandidate, bool) {
 	n := len(r.nodes)
-	want := min(n, max(n*10/100, 100))
-	var best preemptCandidate
-	found, nonViolating := 0, 0
+	search := candidateSearch{want: min(n, max(n*10/100, 100))}
 	for i := range n {
 		nd := r.nodes[(offset+i)%n]
-		if free := roomWithout(nd, mask); !fitsFree(&p.req, &free) || !r.unblocked(p, nd) {
+		if free := roomWithout(nd, mask); !fitsFree(&p.req, &free) {
 			continue
 		}
-		r.victimsOn(p, nd, false)
-		c := r.lastCandidate
-		if c.victims == 0 {
-			continue
-		}
-		c.node = nd
-		if found == 0 || c.better(&best) {
-			best = c
-		}
-		found++
-		if c.pdbViolations == 0 {
-			nonViolating++
-		}
-		if nonViolating > 0 && found >= want {
+		if search.try(r, p, nd) {
 			break
 		}
 	}
-	return best, found > 0
+	return search.best, search.found > 0
 }
 
 // TestPreemptionWalksRoomSets holds preemption's search, which walks the

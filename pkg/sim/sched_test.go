@@ -105,19 +105,7 @@ func TestPickMatchesLinearScan(t *testing.T) {
 		for _, loadAware := range []bool{false, true} {
 			t.Run(fmt.Sprintf("nodes=%d,loadAware=%t", numNodes, loadAware), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(numNodes), 1))
-				objs := make([]*corev1.Node, numNodes)
-				for i := range objs {
-					objs[i] = &corev1.Node{
-						ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
-						Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-							corev1.ResourceCPU:            *resource.NewMilliQuantity(int64(2000+rng.IntN(14000)), resource.DecimalSI),
-							corev1.ResourceMemory:         *resource.NewQuantity(int64(4+rng.IntN(28))<<30, resource.BinarySI),
-							corev1.ResourcePods:           *resource.NewQuantity(int64(2+rng.IntN(10)), resource.DecimalSI),
-							extension.ResourceBatchCPU:    *resource.NewQuantity(int64(rng.IntN(8000)), resource.DecimalSI),
-							extension.ResourceBatchMemory: *resource.NewQuantity(int64(rng.IntN(16))<<30, resource.BinarySI),
-						}},
-					}
-				}
+				objs := randomNodeObjects(rng, numNodes, 2, 10, true)
 				var fast, slow *Scheduler
 				if loadAware {
 					var err error
@@ -261,18 +249,7 @@ func TestRequestScoresAgreeWithScore(t *testing.T) {
 	}
 	for _, numNodes := range []int{3, 65, 200} {
 		rng := rand.New(rand.NewPCG(uint64(numNodes), 2))
-		objs := make([]*corev1.Node, numNodes)
-		for i := range objs {
-			objs[i] = &corev1.Node{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
-				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-					corev1.ResourceCPU:         *resource.NewMilliQuantity(int64(2000+rng.IntN(14000)), resource.DecimalSI),
-					corev1.ResourceMemory:      *resource.NewQuantity(int64(4+rng.IntN(28))<<30, resource.BinarySI),
-					corev1.ResourcePods:        *resource.NewQuantity(int64(2+rng.IntN(10)), resource.DecimalSI),
-					extension.ResourceBatchCPU: *resource.NewQuantity(int64(rng.IntN(8000)), resource.DecimalSI),
-				}},
-			}
-		}
+		objs := randomNodeObjects(rng, numNodes, 2, 10, false)
 		s := NewDefaultScheduler(objs, 1)
 		var placed []*pod
 		now := start
@@ -350,19 +327,7 @@ func TestLoadSetsAgreeWithSummary(t *testing.T) {
 	bands := []string{"", "prod", "mid", "batch", "free"}
 	for _, numNodes := range []int{5, 70, 150} {
 		rng := rand.New(rand.NewPCG(uint64(numNodes), 3))
-		objs := make([]*corev1.Node, numNodes)
-		for i := range objs {
-			objs[i] = &corev1.Node{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
-				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-					corev1.ResourceCPU:            *resource.NewMilliQuantity(int64(2000+rng.IntN(14000)), resource.DecimalSI),
-					corev1.ResourceMemory:         *resource.NewQuantity(int64(4+rng.IntN(28))<<30, resource.BinarySI),
-					corev1.ResourcePods:           *resource.NewQuantity(int64(4+rng.IntN(20)), resource.DecimalSI),
-					extension.ResourceBatchCPU:    *resource.NewQuantity(int64(rng.IntN(8000)), resource.DecimalSI),
-					extension.ResourceBatchMemory: *resource.NewQuantity(int64(rng.IntN(16))<<30, resource.BinarySI),
-				}},
-			}
-		}
+		objs := randomNodeObjects(rng, numNodes, 4, 20, true)
 		s, err := NewScheduler(DefaultLoadAwareSpec(), DefaultLoadAwareWeight, objs, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -441,4 +406,27 @@ func TestLoadSetsAgreeWithSummary(t *testing.T) {
 			t.Errorf("%d nodes: %d loads, %d answers checked, %d expired: the test saw too little", numNodes, len(s.s.index.byLoad), checked, expired)
 		}
 	}
+}
+
+// randomNodeObjects makes n nodes of random allocatable: 2-16 cores,
+// 4-31 GiB, minPods to minPods+podSpan-1 pod slots, some Batch CPU and,
+// with batchMemory, Batch memory (drawn from rng in that order).
+func randomNodeObjects(rng *rand.Rand, n, minPods, podSpan int, batchMemory bool) []*corev1.Node {
+	objs := make([]*corev1.Node, n)
+	for i := range objs {
+		alloc := corev1.ResourceList{
+			corev1.ResourceCPU:         *resource.NewMilliQuantity(int64(2000+rng.IntN(14000)), resource.DecimalSI),
+			corev1.ResourceMemory:      *resource.NewQuantity(int64(4+rng.IntN(28))<<30, resource.BinarySI),
+			corev1.ResourcePods:        *resource.NewQuantity(int64(minPods+rng.IntN(podSpan)), resource.DecimalSI),
+			extension.ResourceBatchCPU: *resource.NewQuantity(int64(rng.IntN(8000)), resource.DecimalSI),
+		}
+		if batchMemory {
+			alloc[extension.ResourceBatchMemory] = *resource.NewQuantity(int64(rng.IntN(16))<<30, resource.BinarySI)
+		}
+		objs[i] = &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
+			Status:     corev1.NodeStatus{Allocatable: alloc},
+		}
+	}
+	return objs
 }
