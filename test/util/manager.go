@@ -17,8 +17,10 @@ limitations under the License.
 package util
 
 import (
-	"fmt"
+	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,21 +29,63 @@ import (
 // against the cluster, without leader election, metrics or webhooks unless
 // args turn them on (later flags override the defaults). It returns once
 // /readyz answers.
+//
+// The health probe's port comes from FreePort, free a moment before the
+// manager binds it; with tests in parallel another process may take it in
+// between. A manager that exits at start because its probe address is in
+// use is started again on another port (twice at most).
 func (c *Cluster) StartManager(t testing.TB, args ...string) *Process {
 	t.Helper()
 	bin := BuildBinary(t, "waterline-manager")
-	probePort := FreePort(t)
-	all := append([]string{
-		"--kubeconfig", c.Kubeconfig,
-		"--leader-elect=false",
-		"--webhooks=false",
-		"--metrics-bind-address=0",
-		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort),
-		"--v", "2",
-	}, args...)
-	p := StartProcess(t, "waterline-manager", bin, all...)
-	WaitHealthy(t, p, fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort), time.Minute)
-	return p
+	for attempt := 1; ; attempt++ {
+		probe := "127.0.0.1:" + strconv.Itoa(FreePort(t))
+		all := append([]string{
+			"--kubeconfig", c.Kubeconfig,
+			"--leader-elect=false",
+			"--webhooks=false",
+			"--metrics-bind-address=0",
+			"--health-probe-bind-address", probe,
+			"--v", "2",
+		}, args...)
+		p := StartProcess(t, "waterline-manager", bin, all...)
+		if waitReady(t, p, "http://"+probe+"/readyz", time.Minute) {
+			return p
+		}
+		exited, err := p.Exited()
+		if !exited || attempt == 3 || !logSays(p.LogPath, probe+": bind: address already in use") {
+			t.Fatalf("%s exited before it was ready: %v (log: %s)", p.Name, err, p.LogPath)
+		}
+		t.Logf("%s: probe address %s was taken before it bound it; starting it again", p.Name, probe)
+	}
+}
+
+// waitReady waits until url answers 200; false if p exits first. It fails
+// the test on the timeout.
+func waitReady(t testing.TB, p *Process, url string, timeout time.Duration) bool {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		if exited, _ := p.Exited(); exited {
+			return false
+		}
+		if resp, err := client.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s to be ready at %s: timed out after %v (log: %s)", p.Name, url, timeout, p.LogPath)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// logSays reports whether the process log at path contains s.
+func logSays(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), s)
 }
 
 // WebhookArgs are the manager flags that serve its webhooks where the
