@@ -91,11 +91,12 @@ type oracleVerdict struct {
 	nonProdUse int64 // millicores
 }
 
-// capNode caps n's non-Prod pods for the step starting at sec: it sets
-// the CPU quota of each pod the cap holds back (the quota runNode applies,
-// as it applies node QoS's; n.throttled counts them) and lifts last
-// step's. It runs before runNode computes the step, on the same demand.
-func (o *oracle) capNode(r *run, n *node, sec int64) {
+// capNode caps n's non-Prod pods for the step about to run: it sets the
+// CPU quota of each pod the cap holds back (the quota runNode applies, as
+// it applies node QoS's; n.throttled counts them) and lifts last step's.
+// It runs before runNode computes the step, on the same demand
+// (run.demandCPU).
+func (o *oracle) capNode(r *run, n *node) {
 	hot := n.hot
 	o.orig = o.orig[:0]
 	var nonProd, prodPods, prodWant int64
@@ -109,7 +110,7 @@ func (o *oracle) capNode(r *run, n *node, sec int64) {
 		// and, but for the oracle's, no quota.
 		d := int64(p.demand)
 		if p.kind == kindService {
-			d = r.demands[p.demand].CPUMilli(sec)
+			d = r.demandCPU[p.demand]
 		}
 		if p.cpuLimit > 0 && d > int64(p.cpuLimit) {
 			d = int64(p.cpuLimit)

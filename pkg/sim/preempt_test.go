@@ -77,8 +77,7 @@ func submitProd(t *testing.T, r *run, name string, cpu int64) *pod {
 		// none end before the pod runs).
 		w = &workload.Workload{Shapes: []workload.Shape{{IntervalSeconds: 1, Values: []float32{1}}}}
 	}
-	p.h.demand = int32(len(r.demands))
-	r.demands = append(r.demands, s.Demand(w))
+	p.h.demand = int32(r.demands.Add(s.Demand(w)))
 	r.services = append(r.services, s)
 	p.mem = s.MemoryUsageBytes
 	r.queue.push(p)

@@ -56,10 +56,12 @@ type run struct {
 	// finishing are the nodes with a job pod that did all its work this
 	// step, in node order (runNode lists them for finishJobs).
 	finishing []*node
-	// demands are the services' demand parameters, by service index
-	// (podHot.demand), and services the services themselves.
-	demands  []workload.Demand
-	services []*workload.Service
+	// demands computes the services' demand, by service index
+	// (podHot.demand), into demandCPU each step; services are the
+	// services themselves.
+	demands   *workload.DemandSet
+	demandCPU []int64
+	services  []*workload.Service
 	// waits[i] remembers the harm model's queueing terms for nodes[i]'s
 	// shape (nil: computed each time), from waitTables.
 	waits      []*waitTable
@@ -337,7 +339,7 @@ func (r *run) buildNodes() error {
 // placeServices puts the online services on their nodes before the run:
 // the cluster's existing layout, the same for every policy.
 func (r *run) placeServices() error {
-	r.demands = r.w.Demands()
+	r.demands = workload.NewDemandSet(r.w.Demands())
 	for i := range r.w.Services {
 		s := &r.w.Services[i]
 		r.services = append(r.services, s)
@@ -678,9 +680,13 @@ func (r *run) oneStep() error {
 	}
 
 	sec := int64(elapsed / time.Second)
+	if n := r.demands.Len(); len(r.demandCPU) != n {
+		r.demandCPU = make([]int64, n)
+	}
+	r.demands.At(sec, r.demandCPU)
 	r.finishing = r.finishing[:0]
 	for _, n := range r.nodes {
-		r.runNode(n, sec)
+		r.runNode(n)
 	}
 	r.stats.stepDone()
 	for _, n := range r.finishing {
@@ -712,9 +718,9 @@ func (r *run) oneStep() error {
 // shares that cgroup's 2 shares, by the shares the agent gives each
 // inside it (from its tier request). Then it records what Prod got and
 // the harm model's latency for it.
-func (r *run) runNode(n *node, sec int64) {
+func (r *run) runNode(n *node) {
 	if r.oracle != nil {
-		r.oracle.capNode(r, n, sec)
+		r.oracle.capNode(r, n)
 	}
 	if n.bandDirty {
 		r.splitBandCaps(n)
@@ -730,12 +736,12 @@ func (r *run) runNode(n *node, sec int64) {
 	stepSec := r.stepSec
 	// Memory use is constant per pod: the node keeps the sum.
 	mem := n.spec.SystemMemoryBytes + n.podMem
-	demands := r.demands
+	demands := r.demandCPU
 	for i := range n.hot {
 		p := &n.hot[i]
 		d := int64(p.demand)
 		if p.kind == kindService {
-			d = demands[p.demand].CPUMilli(sec)
+			d = demands[p.demand]
 		}
 		if p.cpuLimit > 0 && d > int64(p.cpuLimit) {
 			d = int64(p.cpuLimit)

@@ -221,6 +221,63 @@ func TestDemandRemembers(t *testing.T) {
 	}
 }
 
+// TestDemandSet: a DemandSet gives every service's CPUDemandMilli figure
+// at each second asked, forwards, backwards and at random, for services
+// with and without noise and bursts, also for one added between two
+// seconds.
+func TestDemandSet(t *testing.T) {
+	w := &Workload{Shapes: []Shape{
+		{IntervalSeconds: 60, Values: []float32{0.5, 1.5, 0.25, 2}},
+		{IntervalSeconds: 7, Values: []float32{1, 0, 3}},
+	}}
+	r := rand.New(rand.NewPCG(3, 4))
+	var svcs []Service
+	for i := range 40 {
+		s := Service{Shape: i % 2, CPUScaleMilli: float32(r.IntN(4000)), OffsetSeconds: r.Int64N(200), Key: r.Uint64()}
+		if i%3 != 0 {
+			s.NoisePercent = float32(r.IntN(50))
+		}
+		if i%4 != 0 {
+			s.BurstProbability, s.BurstFactor, s.BurstWindowSeconds = r.Float32(), 1+3*r.Float32(), 1+r.Int64N(100)
+		}
+		svcs = append(svcs, s)
+	}
+	var ds []Demand
+	for i := range svcs[:30] {
+		ds = append(ds, svcs[i].Demand(w))
+	}
+	set := NewDemandSet(ds)
+	var secs []int64
+	for sec := range int64(600) {
+		secs = append(secs, sec)
+	}
+	for sec := int64(599); sec >= 0; sec -= 3 {
+		secs = append(secs, sec)
+	}
+	for range 500 {
+		secs = append(secs, r.Int64N(100000))
+	}
+	out := make([]int64, len(svcs))
+	for k, sec := range secs {
+		if k == len(secs)/2 {
+			for i := range svcs[30:] {
+				if got := set.Add(svcs[30+i].Demand(w)); got != 30+i {
+					t.Fatalf("Add returned %d, want %d", got, 30+i)
+				}
+			}
+		}
+		set.At(sec, out)
+		for i := range set.Len() {
+			if want := svcs[i].CPUDemandMilli(w, sec); out[i] != want {
+				t.Fatalf("second %d, service %d: DemandSet %dm, CPUDemandMilli %dm", sec, i, out[i], want)
+			}
+		}
+	}
+	if set.Len() != len(svcs) {
+		t.Errorf("Len = %d, want %d", set.Len(), len(svcs))
+	}
+}
+
 func TestServiceDemand(t *testing.T) {
 	w := &Workload{Shapes: []Shape{{IntervalSeconds: 60, Values: []float32{0.5, 1.5}}}}
 	tests := []struct {
