@@ -30,10 +30,11 @@ import (
 // args turn them on (later flags override the defaults). It returns once
 // /readyz answers.
 //
-// The health probe's port comes from FreePort, free a moment before the
-// manager binds it; with tests in parallel another process may take it in
-// between. A manager that exits at start because its probe address is in
-// use is started again on another port (twice at most).
+// The health probe's port comes from FreePort, which no other test gets
+// while this one runs; a program outside the tests can still take it
+// before the manager binds it. A manager that exits at start because its
+// probe address is in use is started again on another port (twice at
+// most).
 func (c *Cluster) StartManager(t testing.TB, args ...string) *Process {
 	t.Helper()
 	bin := BuildBinary(t, "waterline-manager")

@@ -19,7 +19,6 @@ package util
 import (
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -66,17 +65,6 @@ leaderElection:
 	p := StartProcess(t, "waterline-scheduler", bin, args...)
 	WaitHealthy(t, p, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), time.Minute)
 	return p
-}
-
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("Finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // WaitHealthy waits until url answers 200 (TLS not verified: the process
