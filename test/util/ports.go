@@ -37,12 +37,12 @@ import (
 // it comes from the ephemeral range, where every outgoing connection and
 // every other `:0` listener of the parallel tests draws too, and can be
 // taken before the process binds it. So FreePort takes ports below the
-// ephemeral range, which the kernel never hands out on its own, and
-// reserves each for the test's lifetime with a lock on the port's byte of
-// a file (portLockFile): test processes running side by side never get the
-// same port, and a test that dies frees its ports with its locks. A port some
-// other program listens on is skipped. Where the range below the
-// ephemeral one is too small to search, it falls back to a `:0` port.
+// ephemeral range (reservablePorts), which the kernel never hands out on
+// its own, and reserves each for the test's lifetime with a lock on the
+// port's byte of a file (portLockFile): test processes running side by
+// side never get the same port, and a test that dies frees its ports with
+// its locks. A port some other program listens on is skipped. Where that
+// range is too small to search, it falls back to a `:0` port.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	if lo, hi, ok := reservablePorts(); ok {
@@ -61,12 +61,17 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// reservedPortsFloor is the lowest port FreePort reserves: above the
-// well-known and most registered services' ports.
-const reservedPortsFloor = 20000
+// FreePort reserves ports in [reservedPortsFloor, reservedPortsCeiling),
+// cut short by the ephemeral range: above the well-known and most
+// registered services' ports, below Kubernetes' NodePort range
+// (30000-32767 by default).
+const (
+	reservedPortsFloor   = 20000
+	reservedPortsCeiling = 30000
+)
 
-// reservablePorts is [reservedPortsFloor, the first ephemeral port), when
-// that holds at least 1000 ports.
+// reservablePorts is the range FreePort reserves from, when it holds at
+// least 1000 ports.
 func reservablePorts() (lo, hi int, ok bool) {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
@@ -77,10 +82,11 @@ func reservablePorts() (lo, hi int, ok bool) {
 		return 0, 0, false
 	}
 	first, err := strconv.Atoi(fields[0])
-	if err != nil || first-reservedPortsFloor < 1000 {
+	if err != nil {
 		return 0, 0, false
 	}
-	return reservedPortsFloor, first, true
+	hi = min(first, reservedPortsCeiling)
+	return reservedPortsFloor, hi, hi-reservedPortsFloor >= 1000
 }
 
 // portLockFile holds FreePort's locks, shared by every test process of

@@ -17,7 +17,7 @@ limitations under the License.
 package util
 
 import (
-	"bufio"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -32,7 +32,7 @@ import (
 func testPortRange(t *testing.T) (lo, hi int) {
 	lo, hi, ok := reservablePorts()
 	if !ok {
-		t.Skip("SKIP: no room below the ephemeral port range here; FreePort takes ephemeral ports")
+		t.Skip("SKIPPING: no room below the ephemeral port range here; FreePort takes ephemeral ports")
 	}
 	lo += os.Getpid() % (hi - lo - 3)
 	return lo, lo + 3
@@ -93,39 +93,49 @@ func TestReservePort(t *testing.T) {
 	release()
 }
 
-// helperReserve runs TestHelperReservePort in a child process, which
-// reserves a port of [lo, hi) from file, prints it and exits.
+// helperReserve runs this test binary as a child that reserves a port of
+// [lo, hi) from file, prints it and exits (TestMain).
 func helperReserve(t *testing.T, lo, hi int, file string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperReservePort$")
-	cmd.Env = append(os.Environ(), "WATERLINE_RESERVE_PORT="+strconv.Itoa(lo)+","+strconv.Itoa(hi)+","+file)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), reservePortEnv+"="+strconv.Itoa(lo)+","+strconv.Itoa(hi)+","+file)
 	b, err := cmd.Output()
-	s := bufio.NewScanner(strings.NewReader(string(b)))
-	for s.Scan() {
-		if port, ok := strings.CutPrefix(s.Text(), "reserved "); ok {
-			return port, err
-		}
+	if port, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "reserved "); ok {
+		return port, err
 	}
 	if err == nil {
-		t.Fatalf("helper printed no port: %s", b)
+		t.Fatalf("helper printed no port: %q", b)
 	}
 	return "", err
 }
 
-// TestHelperReservePort is helperReserve's child; without its variable it
-// does nothing.
-func TestHelperReservePort(t *testing.T) {
-	spec, ok := os.LookupEnv("WATERLINE_RESERVE_PORT")
+// reservePortEnv makes the test binary helperReserve's child.
+const reservePortEnv = "WATERLINE_TEST_RESERVE_PORT"
+
+// TestMain runs the tests, or, as helperReserve's child, reserves a port:
+// it prints "reserved PORT" and exits 0, or prints the error and exits 1.
+func TestMain(m *testing.M) {
+	spec, ok := os.LookupEnv(reservePortEnv)
 	if !ok {
-		return
+		os.Exit(m.Run())
 	}
-	parts := strings.Split(spec, ",")
-	lo, _ := strconv.Atoi(parts[0])
-	hi, _ := strconv.Atoi(parts[1])
-	port, release, err := reservePort(lo, hi, parts[2])
+	var lo, hi int
+	var file string
+	if parts := strings.SplitN(spec, ",", 3); len(parts) == 3 {
+		lo, _ = strconv.Atoi(parts[0])
+		hi, _ = strconv.Atoi(parts[1])
+		file = parts[2]
+	}
+	if hi <= lo {
+		fmt.Fprintf(os.Stderr, "bad %s=%q\n", reservePortEnv, spec)
+		os.Exit(2)
+	}
+	port, release, err := reservePort(lo, hi, file)
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	defer release()
-	os.Stdout.WriteString("reserved " + strconv.Itoa(port) + "\n")
+	fmt.Printf("reserved %d\n", port)
+	release()
+	os.Exit(0)
 }
