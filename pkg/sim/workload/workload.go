@@ -180,17 +180,37 @@ func (w *Workload) Demands() []Demand {
 // and window.
 func (d *Demand) CPUMilli(sec int64) int64 {
 	d.hold(sec)
-	v := d.base
-	if d.noise > 0 {
-		v *= 1 + d.noise/100*signedUnit(hash(d.key, uint64(sec)))
-	}
-	if d.burstP > 0 && d.burstWindow > 0 && d.burst {
-		v *= d.burstFactor
-	}
+	return demandAt(d.base, d.noiseFraction(), d.burstMultiplier(), d.key, sec)
+}
+
+// demandAt is a demand in millicores: base × the noise of key at sec,
+// noiseFraction wide, × burst, rounded towards zero and not below 0. A
+// factor of exactly 1 (no noise, no burst) leaves base as it is, so one
+// formula serves every service.
+func demandAt(base, noiseFraction, burst float32, key uint64, sec int64) int64 {
+	v := base
+	v *= 1 + noiseFraction*signedUnit(hash(key, uint64(sec)))
+	v *= burst
 	if v < 0 {
 		return 0
 	}
 	return int64(v)
+}
+
+// noiseFraction is NoisePercent/100, 0 without noise.
+func (d *Demand) noiseFraction() float32 {
+	if d.noise > 0 {
+		return d.noise / 100
+	}
+	return 0
+}
+
+// burstMultiplier is BurstFactor while hold's window is a burst, else 1.
+func (d *Demand) burstMultiplier() float32 {
+	if d.burstP > 0 && d.burstWindow > 0 && d.burst {
+		return d.burstFactor
+	}
+	return 1
 }
 
 // hold makes base and burst those of sec, working them out again only
@@ -225,10 +245,9 @@ func (d *Demand) hold(sec int64) {
 // A DemandSet is not safe for concurrent use.
 type DemandSet struct {
 	ds []Demand
-	// Per service: its noise key; NoisePercent/100 (0 without noise, so
-	// that the noise factor is exactly 1); the base of Demand.hold; the
-	// burst factor while in a burst, else 1 (exact either way); and the
-	// seconds [from, to) for which base and the burst hold.
+	// Per service, demandAt's inputs: its noise key, noiseFraction, the
+	// base of Demand.hold and burstMultiplier; and the seconds [from, to)
+	// for which base and the burst hold.
 	key      []uint64
 	noise    []float32
 	base     []float32
@@ -247,13 +266,9 @@ func NewDemandSet(ds []Demand) *DemandSet {
 
 // Add appends d to the set and returns its index in At's figures.
 func (s *DemandSet) Add(d Demand) int {
-	noise := float32(0)
-	if d.noise > 0 {
-		noise = d.noise / 100
-	}
 	s.ds = append(s.ds, d)
 	s.key = append(s.key, d.key)
-	s.noise = append(s.noise, noise)
+	s.noise = append(s.noise, d.noiseFraction())
 	s.base = append(s.base, 0)
 	s.burst = append(s.burst, 1)
 	// An empty range: the first At works both out.
@@ -273,16 +288,7 @@ func (s *DemandSet) At(sec int64, out []int64) {
 		if sec < from[i] || sec >= to[i] {
 			s.hold(i, sec)
 		}
-		// The same float32 operations as CPUMilli, in its order; a
-		// factor of 1 where CPUMilli skips one.
-		v := base[i]
-		v *= 1 + noise[i]*signedUnit(hash(key[i], uint64(sec)))
-		v *= burst[i]
-		if v < 0 {
-			out[i] = 0
-		} else {
-			out[i] = int64(v)
-		}
+		out[i] = demandAt(base[i], noise[i], burst[i], key[i], sec)
 	}
 }
 
@@ -290,13 +296,9 @@ func (s *DemandSet) At(sec int64, out []int64) {
 func (s *DemandSet) hold(i int, sec int64) {
 	d := &s.ds[i]
 	d.hold(sec)
-	s.base[i] = d.base
-	s.burst[i] = 1
+	s.base[i], s.burst[i] = d.base, d.burstMultiplier()
 	s.from[i], s.to[i] = d.slotFrom, d.slotTo
 	if d.burstP > 0 && d.burstWindow > 0 {
-		if d.burst {
-			s.burst[i] = d.burstFactor
-		}
 		s.from[i], s.to[i] = max(d.slotFrom, d.windowFrom), min(d.slotTo, d.windowTo)
 	}
 }
