@@ -260,15 +260,7 @@ func TestRequestScoresAgreeWithScore(t *testing.T) {
 				cs = append(cs, corev1.Container{Name: fmt.Sprint(i), Resources: corev1.ResourceRequirements{Requests: req}})
 			}
 			p := newPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint(seq)}, Spec: corev1.PodSpec{Containers: cs}}, nil, seq)
-			n := s.s.pick(p, s.nodes, now)
-			switch {
-			case n != nil && rng.IntN(4) > 0:
-				n.place(p, nil, now)
-				placed = append(placed, p)
-			case rng.IntN(2) == 0: // anywhere, fit or not
-				s.nodes[rng.IntN(numNodes)].place(p, nil, now)
-				placed = append(placed, p)
-			}
+			placed = placeRandomly(rng, s.nodes, s.s.pick(p, s.nodes, now), p, nil, now, 2, placed)
 			for range rng.IntN(3) {
 				n := s.nodes[rng.IntN(numNodes)]
 				switch rng.IntN(3) {
@@ -369,15 +361,7 @@ func TestLoadSetsAgreeWithSummary(t *testing.T) {
 				obj.Labels = map[string]string{extension.LabelBand: b}
 			}
 			p := newPod(obj, la, seq)
-			n := s.s.pick(p, s.nodes, now)
-			switch {
-			case n != nil && rng.IntN(4) > 0:
-				n.place(p, la, now)
-				placed = append(placed, p)
-			case rng.IntN(3) == 0: // anywhere, fit or not
-				s.nodes[rng.IntN(numNodes)].place(p, la, now)
-				placed = append(placed, p)
-			}
+			placed = placeRandomly(rng, s.nodes, s.s.pick(p, s.nodes, now), p, la, now, 3, placed)
 			if len(placed) > 0 && rng.IntN(3) == 0 {
 				k := rng.IntN(len(placed))
 				placed[k].node.remove(placed[k], now)
@@ -411,6 +395,22 @@ func TestLoadSetsAgreeWithSummary(t *testing.T) {
 // randomNodeObjects makes n nodes of random allocatable: 2-16 cores,
 // 4-31 GiB, minPods to minPods+podSpan-1 pod slots, some Batch CPU and,
 // with batchMemory, Batch memory (drawn from rng in that order).
+// placeRandomly places p as the random-cluster tests do: on picked, the
+// node the scheduler chose (if any), three times in four; otherwise, one
+// time in anywhere, on a random node of nodes, fit or not. It returns
+// placed, with p appended when placed.
+func placeRandomly(rng *rand.Rand, nodes []*node, picked *node, p *pod, la *nodeload.Config, now time.Time, anywhere int, placed []*pod) []*pod {
+	switch {
+	case picked != nil && rng.IntN(4) > 0:
+		picked.place(p, la, now)
+	case rng.IntN(anywhere) == 0:
+		nodes[rng.IntN(len(nodes))].place(p, la, now)
+	default:
+		return placed
+	}
+	return append(placed, p)
+}
+
 func randomNodeObjects(rng *rand.Rand, n, minPods, podSpan int, batchMemory bool) []*corev1.Node {
 	objs := make([]*corev1.Node, n)
 	for i := range objs {
