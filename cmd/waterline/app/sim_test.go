@@ -145,7 +145,7 @@ func TestSimRun(t *testing.T) {
 	if want := "Report: " + filepath.Join(dir, "index.html"); !strings.Contains(stderr, want) {
 		t.Errorf("stderr %q does not say %q", stderr, want)
 	}
-	for _, f := range []string{"index.html", "result.json", "cpu.svg", "harm.svg", "qos.svg", "tiers.svg"} {
+	for _, f := range []string{"index.html", "result.json", "cpu.svg", "harm.svg", "qos.svg", "evictions.svg", "tiers.svg"} {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Errorf("report file missing: %v", err)

@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/waterline-dev/waterline/pkg/sim"
 )
@@ -58,7 +59,7 @@ const (
 
 // ChartIDs are the charts of the report, in page order; each is also
 // written as <id>.svg.
-var ChartIDs = []string{"cpu", "harm", "qos", "tiers"}
+var ChartIDs = []string{"cpu", "harm", "qos", "evictions", "tiers"}
 
 // ChartRect is where chart i of ChartIDs sits on the HTML page, in CSS
 // pixels from the top-left corner.
@@ -295,7 +296,8 @@ func charts(res *sim.Result) []*chart {
 	color := func(i int) string { return palette[i%len(palette)] }
 	cpu := &chart{id: "cpu", title: "Cluster CPU utilisation", yLabel: "% of CPU capacity", xs: xs, yMax: 100}
 	cont := &chart{id: "harm", title: "Harm: Prod pods over their latency SLO", yLabel: "% of Prod pods", xs: xs}
-	qos := &chart{id: "qos", title: "Node QoS: Batch pods throttled (solid) and evicted per point (dashed)", yLabel: "pods", xs: xs}
+	qos := &chart{id: "qos", title: "Node QoS: Batch pods held by a CPU quota (mean)", yLabel: "pods", xs: xs}
+	evictions := &chart{id: "evictions", title: "Node QoS: Batch pods evicted or OOM-killed" + per(xs), yLabel: "pods", xs: xs}
 	tiers := &chart{id: "tiers", title: "Batch tier: allocatable vs requested vs used", yLabel: "cores", xs: xs}
 	for i, p := range res.Policies {
 		s := &p.Series
@@ -303,9 +305,8 @@ func charts(res *sim.Result) []*chart {
 		style := policyStyle(i, len(res.Policies))
 		cpu.lines = append(cpu.lines, series{name: name, color: color(i), style: style, ys: s.CPUPercent})
 		cont.lines = append(cont.lines, series{name: name, color: color(i), style: style, ys: s.ProdSLOViolationPercent})
-		qos.lines = append(qos.lines,
-			series{name: name, color: color(i), style: style, ys: s.ThrottledPods},
-			series{name: name + " evicted", color: color(i), dash: true, ys: s.Evictions, noLegend: true})
+		qos.lines = append(qos.lines, series{name: name, color: color(i), style: style, ys: s.ThrottledPods})
+		evictions.lines = append(evictions.lines, series{name: name, color: color(i), style: style, ys: s.Evictions})
 	}
 	// The tier chart follows the first colocated policy (the first that
 	// publishes tiers), with plain Kubernetes' Batch use for comparison.
@@ -330,10 +331,29 @@ func charts(res *sim.Result) []*chart {
 	if maxOf(cont.lines) < 1 {
 		cont.yMax = 1
 	}
-	if maxOf(qos.lines) < 1 {
-		qos.yMax = 1
+	for _, c := range []*chart{qos, evictions} {
+		if maxOf(c.lines) < 1 {
+			c.yMax = 1
+		}
 	}
-	return []*chart{cpu, cont, qos, tiers}
+	return []*chart{cpu, cont, qos, evictions, tiers}
+}
+
+// per names the interval a point of xs (hours) counts, " per 5 min";
+// empty with fewer than two points.
+func per(xs []float64) string {
+	if len(xs) < 2 {
+		return ""
+	}
+	d := time.Duration(math.Round((xs[1]-xs[0])*float64(time.Hour)/float64(time.Second))) * time.Second
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf(" per %d h", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf(" per %d min", d/time.Minute)
+	default:
+		return fmt.Sprintf(" per %d s", d/time.Second)
+	}
 }
 
 func maxOf(lines []series) float64 {

@@ -23,6 +23,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"html"
 	"image"
 	"image/color"
 	"image/png"
@@ -156,6 +157,21 @@ func TestWriteDir(t *testing.T) {
 		}
 		if got := strings.Count(string(svg), "<polyline"); got != len(c.lines) {
 			t.Errorf("%s.svg has %d polylines, want %d", ChartIDs[i], got, len(c.lines))
+		}
+		// A reader tells the lines apart by the legend alone: each is
+		// named there, drawn as on the plot, and no two look alike.
+		drawn := map[string]string{}
+		for _, l := range c.lines {
+			width, dash := l.stroke()
+			look := fmt.Sprintf("%s %.1f%s", l.color, width, dash)
+			if other, ok := drawn[look]; ok {
+				t.Errorf("%s.svg draws %q and %q alike (%s)", ChartIDs[i], other, l.name, look)
+			}
+			drawn[look] = l.name
+			entry := fmt.Sprintf(`stroke="%s" stroke-width="3"%s/><text x="`, l.color, dash)
+			if !strings.Contains(string(svg), entry) || !strings.Contains(string(svg), ">"+html.EscapeString(l.name)+"</text>") {
+				t.Errorf("%s.svg: the %q line is not in the legend as it is drawn", ChartIDs[i], l.name)
+			}
 		}
 		if !bytes.Contains(page, []byte(`id="chart-`+ChartIDs[i]+`"`)) {
 			t.Errorf("the page has no chart %s", ChartIDs[i])

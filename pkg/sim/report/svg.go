@@ -43,9 +43,22 @@ type series struct {
 	// that policies whose lines overlap stay visible (see policyStyle).
 	style *lineStyle
 	ys    []float64
-	// noLegend leaves the line out of the legend (a second line of a
-	// policy already named, told apart by its dashes).
-	noLegend bool
+}
+
+// stroke is how l is drawn: its width and its stroke-dasharray attribute
+// (empty for a solid line). The legend draws the same dashes.
+func (l *series) stroke() (width float64, dash string) {
+	width = 2.0
+	if l.dash {
+		dash = ` stroke-dasharray="6 4"`
+	}
+	if l.style != nil {
+		width = l.style.width
+		if l.style.dashes != "" && !l.dash {
+			dash = ` stroke-dasharray="` + l.style.dashes + `"`
+		}
+	}
+	return width, dash
 }
 
 // chart is a line chart over a shared x axis.
@@ -125,31 +138,13 @@ func (c *chart) svg() string {
 			}
 			fmt.Fprintf(&pts, "%.1f,%.1f ", x(c.xs[i]), y(math.Min(v, yMax)))
 		}
-		dash, width := "", 2.0
-		if l.dash {
-			dash = ` stroke-dasharray="6 4"`
-		}
-		if l.style != nil {
-			width = l.style.width
-			if l.style.dashes != "" && !l.dash {
-				dash = ` stroke-dasharray="` + l.style.dashes + `"`
-			}
-		}
+		width, dash := l.stroke()
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="%.1f" stroke-linejoin="round"%s points="%s"/>`, l.color, width, dash, strings.TrimSpace(pts.String()))
 	}
 	// Legend, under the title.
 	lx := float64(marginLeft)
 	for _, l := range c.lines {
-		if l.noLegend {
-			continue
-		}
-		dash := ""
-		if l.dash {
-			dash = ` stroke-dasharray="6 4"`
-		}
-		if l.style != nil && l.style.dashes != "" && !l.dash {
-			dash = ` stroke-dasharray="` + l.style.dashes + `"`
-		}
+		_, dash := l.stroke()
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="36" y2="36" stroke="%s" stroke-width="3"%s/>`, lx, lx+22, l.color, dash)
 		fmt.Fprintf(&b, `<text x="%.1f" y="40" fill="#333">%s</text>`, lx+26, html.EscapeString(l.name))
 		lx += 40 + 7*float64(len(l.name))
