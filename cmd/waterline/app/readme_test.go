@@ -76,9 +76,11 @@ func TestREADMEOutputs(t *testing.T) {
 		t.Run(c.file+":"+strconv.Itoa(c.line), func(t *testing.T) {
 			var got strings.Builder
 			for _, args := range c.commands {
+				var report string
 				if args[0] == "sim" && !slices.ContainsFunc(args, func(a string) bool { return a == "--out" || strings.HasPrefix(a, "--out=") }) {
 					// Not the default waterline-sim/ in the repository.
-					args = append(slices.Clone(args), "--out="+t.TempDir())
+					report = t.TempDir()
+					args = append(slices.Clone(args), "--out="+report)
 				}
 				cmd := NewCommand()
 				var out, errOut bytes.Buffer
@@ -95,6 +97,9 @@ func TestREADMEOutputs(t *testing.T) {
 					got.WriteString("\n") // a blank line between two outputs
 				}
 				got.WriteString(out.String())
+				if slices.Equal(args[:len(args)-1], []string{"sim", "-o", "markdown"}) {
+					checkDemoCharts(t, root, report)
+				}
 			}
 			norm := func(s string) string {
 				return strings.TrimRight(tracePath.ReplaceAllString(s, "(shared/traces/$1)"), "\n")
@@ -103,6 +108,31 @@ func TestREADMEOutputs(t *testing.T) {
 				t.Errorf("%s:%d shows an output its command no longer prints; put the command's output there (-shown +printed):\n%s", c.file, c.line, diff)
 			}
 		})
+	}
+}
+
+// checkDemoCharts checks that the demo's charts the READMEs show
+// (pkg/sim/docs/demo-ID.svg) are the charts of the default simulation,
+// whose report is in dir.
+func checkDemoCharts(t *testing.T, root, dir string) {
+	t.Helper()
+	shown, err := filepath.Glob(filepath.Join(root, "pkg", "sim", "docs", "demo-*.svg"))
+	if err != nil || len(shown) == 0 {
+		t.Fatalf("no pkg/sim/docs/demo-*.svg (%v)", err)
+	}
+	for _, path := range shown {
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "demo-"), ".svg")
+		got, err := os.ReadFile(filepath.Join(dir, id+".svg"))
+		if err != nil {
+			t.Fatalf("%s: the demo has no chart %s: %v", path, id, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is not the demo's %s.svg today; copy it from make demo's _output/demo", path, id)
+		}
 	}
 }
 
