@@ -36,7 +36,7 @@ const (
 	DefaultReportIntervalSeconds    int64 = 60
 
 	DefaultPredictModel                       = PredictNSigmaV2
-	DefaultPredictN                     int32 = 10
+	DefaultPredictNSigma                int32 = 10
 	DefaultPredictPercentile            int32 = 99
 	DefaultHalfLifeSeconds              int64 = 3600
 	DefaultColdStartSeconds             int64 = 3600
@@ -103,7 +103,7 @@ func PredictPolicyWithDefaults(in *PredictPolicy) *PredictPolicy {
 	if len(out.MaxOf) == 0 {
 		out.MaxOf = append([]PredictModel(nil), DefaultMaxOf...)
 	}
-	setDefault(&out.N, DefaultPredictN)
+	setDefault(&out.NSigma, DefaultPredictNSigma)
 	setDefault(&out.Percentile, DefaultPredictPercentile)
 	setDefault(&out.HalfLifeSeconds, DefaultHalfLifeSeconds)
 	setDefault(&out.ColdStartSeconds, DefaultColdStartSeconds)

@@ -127,13 +127,14 @@ type PredictPolicy struct {
 	// +listType=atomic
 	// +optional
 	MaxOf []PredictModel `json:"maxOf,omitempty"`
-	// N is the number of standard deviations the N-sigma models add to the
-	// mean.
+	// NSigma is the number of standard deviations (the N of N-sigma) the
+	// N-sigma models add to the mean. (Not "n": YAML 1.1, which kubectl
+	// and Helm read, takes an unquoted key n for false.)
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=20
 	// Default: 10.
 	// +optional
-	N *int32 `json:"n,omitempty"`
+	NSigma *int32 `json:"nSigma,omitempty"`
 	// Percentile is the percentile (1-100) of usage the ResourceCentral and
 	// PercentilePeak models take.
 	// +kubebuilder:validation:Minimum=1

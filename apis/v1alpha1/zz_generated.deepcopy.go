@@ -794,8 +794,8 @@ func (in *PredictPolicy) DeepCopyInto(out *PredictPolicy) {
 		*out = make([]PredictModel, len(*in))
 		copy(*out, *in)
 	}
-	if in.N != nil {
-		in, out := &in.N, &out.N
+	if in.NSigma != nil {
+		in, out := &in.NSigma, &out.NSigma
 		*out = new(int32)
 		**out = **in
 	}

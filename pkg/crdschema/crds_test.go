@@ -58,3 +58,52 @@ func TestCRDsAreAccepted(t *testing.T) {
 		})
 	}
 }
+
+// TestCRDFieldsSurviveYAML checks that every field of every CRD can be
+// written as it is named, unquoted, in the YAML kubectl and Helm read:
+// their YAML 1.1 decoder takes a key such as n, y, on or off for a
+// boolean, so a field named that way arrives as "false" or "true" and is
+// refused as unknown.
+func TestCRDFieldsSurviveYAML(t *testing.T) {
+	files, err := fs.Glob(crd.Bases, "bases/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("embedded CRDs: %v, %v", files, err)
+	}
+	checked := 0
+	for _, name := range files {
+		raw, err := fs.ReadFile(crd.Bases, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var def apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(raw, &def); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range def.Spec.Versions {
+			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+				continue
+			}
+			var walk func(path string, s *apiextensionsv1.JSONSchemaProps)
+			walk = func(path string, s *apiextensionsv1.JSONSchemaProps) {
+				for field, sub := range s.Properties {
+					checked++
+					got, err := yaml.YAMLToJSON([]byte(field + ": 1\n"))
+					if want := `{"` + field + `":1}`; err != nil || string(got) != want {
+						t.Errorf("%s %s: the field %s.%s written unquoted in YAML reads as %s (%v), not %s: rename it", def.Name, v.Name, path, field, got, err, want)
+					}
+					walk(path+"."+field, &sub)
+				}
+				if s.Items != nil && s.Items.Schema != nil {
+					walk(path+"[*]", s.Items.Schema)
+				}
+				if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+					walk(path+"[*]", s.AdditionalProperties.Schema)
+				}
+			}
+			walk(def.Spec.Names.Kind, v.Schema.OpenAPIV3Schema)
+		}
+	}
+	if checked < 50 {
+		t.Errorf("checked %d fields, want every field of the three CRDs", checked)
+	}
+}

@@ -55,7 +55,7 @@ func TestPoolPolicyOverridesFieldByField(t *testing.T) {
 			Spec: v1alpha1.ColocationPolicySpec{
 				NodeSelector:  &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"pool": "gpu"}},
 				Tiers:         &v1alpha1.TierPolicy{ReclaimRatioPercent: ptr.To[int32](80)},
-				PredictPolicy: &v1alpha1.PredictPolicy{N: ptr.To[int32](5)},
+				PredictPolicy: &v1alpha1.PredictPolicy{NSigma: ptr.To[int32](5)},
 			},
 		}, metav1.CreateOptions{})
 		return err
@@ -78,12 +78,12 @@ func TestPoolPolicyOverridesFieldByField(t *testing.T) {
 			return false, err
 		}
 		s := nm.Spec
-		if s.Tiers == nil || s.PredictPolicy == nil || s.Tiers.ReclaimRatioPercent == nil || s.PredictPolicy.N == nil {
+		if s.Tiers == nil || s.PredictPolicy == nil || s.Tiers.ReclaimRatioPercent == nil || s.PredictPolicy.NSigma == nil {
 			return false, fmt.Errorf("spec %+v not written yet", s)
 		}
-		if *s.Tiers.ReclaimRatioPercent != 80 || *s.PredictPolicy.N != 5 || s.PredictPolicy.Model != "PercentilePeak" {
+		if *s.Tiers.ReclaimRatioPercent != 80 || *s.PredictPolicy.NSigma != 5 || s.PredictPolicy.Model != "PercentilePeak" {
 			return false, fmt.Errorf("NodeMetric spec: reclaimRatioPercent %d, n %d, model %s; want 80 and 5 from the pool, PercentilePeak from the default",
-				*s.Tiers.ReclaimRatioPercent, *s.PredictPolicy.N, s.PredictPolicy.Model)
+				*s.Tiers.ReclaimRatioPercent, *s.PredictPolicy.NSigma, s.PredictPolicy.Model)
 		}
 		return true, nil
 	}, "NodeMetric n1 with the pool's and the default's fields")

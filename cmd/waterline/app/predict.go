@@ -91,7 +91,7 @@ func newPredictCommand() *cobra.Command {
 	o := predictOptions{
 		trace:       traceAlibabaV2018,
 		models:      allModels(),
-		n:           []float64{3, float64(*d.N)},
+		n:           []float64{3, float64(*d.NSigma)},
 		percentiles: []float64{95, float64(*d.Percentile)},
 		resources:   []string{"cpu", "memory"},
 		step:        5 * time.Minute,
@@ -712,7 +712,7 @@ func (o *predictOptions) agentDefaults(changed func(flag string) bool) {
 		o.models = []string{string(d.Model)}
 	}
 	if !changed("n") {
-		o.n = []float64{float64(*d.N)}
+		o.n = []float64{float64(*d.NSigma)}
 	}
 	if !changed("percentile") {
 		o.percentiles = []float64{float64(*d.Percentile)}

@@ -183,7 +183,7 @@ func TestPredictSharedTraces(t *testing.T) {
 				t.Fatalf("predict: %v", err)
 			}
 			got := decodeReport(t, out)
-			n := strconv.Itoa(int(v1alpha1.DefaultPredictN))
+			n := strconv.Itoa(int(v1alpha1.DefaultPredictNSigma))
 			for _, res := range []string{"cpu", "memory"} {
 				oracle := got[res+" oracle"]
 				if oracle.Nodes != tc.nodes || oracle.Intervals == 0 {
@@ -367,7 +367,7 @@ func TestPredictNextBucket(t *testing.T) {
 	if len(r.Results) < 3 {
 		t.Fatalf("results %+v: want the baseline, the default model and its matched row", r.Results)
 	}
-	n := strconv.Itoa(int(v1alpha1.DefaultPredictN))
+	n := strconv.Itoa(int(v1alpha1.DefaultPredictNSigma))
 	base, own, matched := r.Results[0], r.Results[1], r.Results[2]
 	if base.Model != "window(w=24,n=5)" || base.At != "own" || base.Predictions != 24 || base.Violations != 1 {
 		t.Errorf("baseline row %+v, want window(w=24,n=5) with 1 violation in 24 predictions", base)

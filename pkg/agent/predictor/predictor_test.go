@@ -125,7 +125,7 @@ func TestColdStart(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			policy := noDecay(v1alpha1.PredictPolicy{Model: v1alpha1.PredictNSigmaV2, N: ptr.To[int32](2),
+			policy := noDecay(v1alpha1.PredictPolicy{Model: v1alpha1.PredictNSigmaV2, NSigma: ptr.To[int32](2),
 				SafetyMarginPercent: ptr.To(tc.margin), ColdStartSeconds: ptr.To[int64](600)})
 			e := newEnv(t, Config{}, policy)
 			a := makePod("a").priority(9500).req(aReq, "2Gi").started(t0.Add(-2 * time.Hour)).obj()
@@ -286,7 +286,7 @@ func TestEarlyReportReason(t *testing.T) {
 // 1–22, 6 in window 23 and 14 from window 24 on; checks run every 20 s
 // from t0+1s.
 func TestEarlyReports(t *testing.T) {
-	policy := noDecay(v1alpha1.PredictPolicy{Model: v1alpha1.PredictNSigmaV1, N: ptr.To[int32](0),
+	policy := noDecay(v1alpha1.PredictPolicy{Model: v1alpha1.PredictNSigmaV1, NSigma: ptr.To[int32](0),
 		SafetyMarginPercent: ptr.To[int32](0), ColdStartSeconds: ptr.To[int64](0),
 		ResourceDiffThresholdPercent: ptr.To[int64](5), ForceUpdateSeconds: ptr.To[int64](600)})
 	e := newEnv(t, Config{}, policy)

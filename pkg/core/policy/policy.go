@@ -184,7 +184,7 @@ func overlayPredict(base, over *v1alpha1.PredictPolicy) *v1alpha1.PredictPolicy 
 	if len(o.MaxOf) > 0 {
 		out.MaxOf = o.MaxOf
 	}
-	setIf(&out.N, o.N)
+	setIf(&out.NSigma, o.NSigma)
 	setIf(&out.Percentile, o.Percentile)
 	setIf(&out.HalfLifeSeconds, o.HalfLifeSeconds)
 	setIf(&out.ColdStartSeconds, o.ColdStartSeconds)

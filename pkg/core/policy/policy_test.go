@@ -158,7 +158,7 @@ func TestForNodeOverlaysEveryField(t *testing.T) {
 			AggregateDurations: []metav1.Duration{{Duration: 23}},
 		})
 	pool.Spec.PredictPolicy = &v1alpha1.PredictPolicy{
-		Model: "BorgDefault", MaxOf: []v1alpha1.PredictModel{"BorgDefault", "NSigmaV1"}, N: ptr.To[int32](3), Percentile: ptr.To[int32](90),
+		Model: "BorgDefault", MaxOf: []v1alpha1.PredictModel{"BorgDefault", "NSigmaV1"}, NSigma: ptr.To[int32](3), Percentile: ptr.To[int32](90),
 		HalfLifeSeconds: ptr.To[int64](120), ColdStartSeconds: ptr.To[int64](60), BorgOvercommitPercent: ptr.To[int32](150),
 		SafetyMarginPercent: ptr.To[int32](20), ResourceDiffThresholdPercent: ptr.To[int64](7), ForceUpdateSeconds: ptr.To[int64](300),
 	}

@@ -119,7 +119,7 @@ type Params struct {
 func ParamsFromPolicy(p *v1alpha1.PredictPolicy) Params {
 	d := v1alpha1.PredictPolicyWithDefaults(p)
 	return Params{
-		N:                   float64(*d.N),
+		N:                   float64(*d.NSigma),
 		Percentile:          float64(*d.Percentile),
 		ColdStart:           time.Duration(*d.ColdStartSeconds) * time.Second,
 		SafetyMarginPercent: float64(*d.SafetyMarginPercent),

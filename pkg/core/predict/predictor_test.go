@@ -272,11 +272,11 @@ func TestParamsFromPolicy(t *testing.T) {
 	}{{
 		name:   "nil: the API defaults",
 		policy: nil,
-		want:   Params{N: float64(v1alpha1.DefaultPredictN), Percentile: 99, ColdStart: time.Hour, SafetyMarginPercent: 10, BorgOvercommit: 1.1, MaxOf: v1alpha1.DefaultMaxOf},
+		want:   Params{N: float64(v1alpha1.DefaultPredictNSigma), Percentile: 99, ColdStart: time.Hour, SafetyMarginPercent: 10, BorgOvercommit: 1.1, MaxOf: v1alpha1.DefaultMaxOf},
 	}, {
 		name: "set fields win, unset ones default",
 		policy: &v1alpha1.PredictPolicy{
-			N: ptr.To[int32](3), ColdStartSeconds: ptr.To[int64](0), SafetyMarginPercent: ptr.To[int32](0),
+			NSigma: ptr.To[int32](3), ColdStartSeconds: ptr.To[int64](0), SafetyMarginPercent: ptr.To[int32](0),
 		},
 		want: Params{N: 3, Percentile: 99, ColdStart: 0, SafetyMarginPercent: 0, BorgOvercommit: 1.1, MaxOf: v1alpha1.DefaultMaxOf},
 	}}

@@ -41,10 +41,11 @@ type PredictPolicyApplyConfiguration struct {
 	// the savings at 9 % wherever requests equal limits, so it is not in
 	// the default.)
 	MaxOf []apisv1alpha1.PredictModel `json:"maxOf,omitempty"`
-	// N is the number of standard deviations the N-sigma models add to the
-	// mean.
+	// NSigma is the number of standard deviations (the N of N-sigma) the
+	// N-sigma models add to the mean. (Not "n": YAML 1.1, which kubectl
+	// and Helm read, takes an unquoted key n for false.)
 	// Default: 10.
-	N *int32 `json:"n,omitempty"`
+	NSigma *int32 `json:"nSigma,omitempty"`
 	// Percentile is the percentile (1-100) of usage the ResourceCentral and
 	// PercentilePeak models take.
 	// Default: 99.
@@ -103,11 +104,11 @@ func (b *PredictPolicyApplyConfiguration) WithMaxOf(values ...apisv1alpha1.Predi
 	return b
 }
 
-// WithN sets the N field in the declarative configuration to the given value
+// WithNSigma sets the NSigma field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the N field is set to the value of the last call.
-func (b *PredictPolicyApplyConfiguration) WithN(value int32) *PredictPolicyApplyConfiguration {
-	b.N = &value
+// If called multiple times, the NSigma field is set to the value of the last call.
+func (b *PredictPolicyApplyConfiguration) WithNSigma(value int32) *PredictPolicyApplyConfiguration {
+	b.NSigma = &value
 	return b
 }
 
