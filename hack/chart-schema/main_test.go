@@ -18,6 +18,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -56,5 +58,47 @@ x-kubernetes-validations: [{rule: 'true'}]
 		`},"type":"object"}`
 	if string(got) != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestValuesKeysSurviveYAML checks that every key values.schema.json
+// names (the chart's own and the CRDs' it embeds) can be written unquoted
+// in a values file: Helm's YAML 1.1 decoder takes a key such as n, y, on
+// or off for a boolean, so such a key would arrive as "false" or "true".
+func TestValuesKeysSurviveYAML(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "charts", "waterline", "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema any
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if props, ok := v["properties"].(map[string]any); ok {
+				for key := range props {
+					checked++
+					got, err := yaml.YAMLToJSON([]byte(key + ": 1\n"))
+					if want := `{"` + key + `":1}`; err != nil || string(got) != want {
+						t.Errorf("%s.%s written unquoted in a values file reads as %s (%v), not %s: rename it", path, key, got, err, want)
+					}
+				}
+			}
+			for k, sub := range v {
+				walk(path+"/"+k, sub)
+			}
+		case []any:
+			for _, sub := range v {
+				walk(path, sub)
+			}
+		}
+	}
+	walk("", schema)
+	if checked < 100 {
+		t.Errorf("checked %d keys, want every key of the chart's values and the CRDs", checked)
 	}
 }
