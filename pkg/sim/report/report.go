@@ -349,6 +349,8 @@ func per(xs []float64) string {
 	switch {
 	case d%time.Hour == 0:
 		return fmt.Sprintf(" per %d h", d/time.Hour)
+	case d > time.Hour:
+		return fmt.Sprintf(" per %.1f h", d.Hours())
 	case d%time.Minute == 0:
 		return fmt.Sprintf(" per %d min", d/time.Minute)
 	default:

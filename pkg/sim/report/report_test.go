@@ -210,6 +210,26 @@ func wellFormed(data []byte) error {
 	}
 }
 
+// TestPer: the evictions chart's title names the interval a point counts,
+// from the series' hours.
+func TestPer(t *testing.T) {
+	for _, tt := range []struct {
+		xs   []float64
+		want string
+	}{
+		{nil, ""},
+		{[]float64{0}, ""},
+		{[]float64{0, 5.0 / 60}, " per 5 min"},
+		{[]float64{0, 20.0 / 3600}, " per 20 s"},
+		{[]float64{0, 1}, " per 1 h"},
+		{[]float64{0, 7.5}, " per 7.5 h"},
+	} {
+		if got := per(tt.xs); got != tt.want {
+			t.Errorf("per(%v) = %q, want %q", tt.xs, got, tt.want)
+		}
+	}
+}
+
 func TestNice(t *testing.T) {
 	tests := []struct {
 		v, ceil, step float64
