@@ -18,6 +18,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -100,5 +101,46 @@ func TestValuesKeysSurviveYAML(t *testing.T) {
 	walk("", schema)
 	if checked < 100 {
 		t.Errorf("checked %d keys, want every key of the chart's values and the CRDs", checked)
+	}
+}
+
+// TestChartIntegersAreBounded checks that every integer the chart's own
+// values take (outside the CRDs' definitions, which it renders with
+// toYaml) has a maximum: ci/largest-values.yaml sets the largest, and an
+// unbounded one would let a value through that the API server refuses
+// (an int32 field) or a template prints in exponent form.
+func TestChartIntegersAreBounded(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "charts", "waterline", "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	delete(schema, "definitions")
+	integers := 0
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["type"] == "integer" {
+				integers++
+				if _, ok := v["maximum"]; !ok {
+					t.Errorf("%s: an integer without a maximum", path)
+				}
+			}
+			for k, sub := range v {
+				walk(path+"/"+k, sub)
+			}
+		case []any:
+			for i, sub := range v {
+				walk(fmt.Sprintf("%s[%d]", path, i), sub)
+			}
+		}
+	}
+	walk("", schema)
+	if integers < 10 {
+		t.Errorf("found %d integers in the chart's values schema, want its ports, replicas, timeouts and counts", integers)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -76,6 +77,13 @@ func TestChartCIValuesAreAdmitted(t *testing.T) {
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			manifest := c.Helm(t, "template", "waterline", chart, "-n", namespace, "-f", file)
+			// Helm reads a values file's numbers as float64, and a
+			// template that prints one as it is writes 1e+06 for a
+			// million: valid YAML, but a float where the API wants an
+			// integer, which strict validators refuse.
+			if m := scientificNumber.FindString(manifest); m != "" {
+				t.Errorf("the chart rendered with %s prints a number as %q: render it with toJson", filepath.Base(file), m)
+			}
 			objects := decodeManifest(t, manifest)
 			var checked int
 			var unserved []string
@@ -110,6 +118,9 @@ func TestChartCIValuesAreAdmitted(t *testing.T) {
 		})
 	}
 }
+
+// scientificNumber is a number printed in exponent form.
+var scientificNumber = regexp.MustCompile(`[:\[{,\s-][0-9](\.[0-9]+)?e\+[0-9]+\b`)
 
 // decodeManifest splits a multi-document manifest into its objects.
 func decodeManifest(t *testing.T, manifest string) []*unstructured.Unstructured {
