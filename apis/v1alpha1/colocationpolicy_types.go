@@ -82,7 +82,9 @@ type TierPolicy struct {
 	BatchMemoryThresholdPercent *int32 `json:"batchMemoryThresholdPercent,omitempty"`
 	// DegradeSeconds: a NodeMetric older than this resets the node's tier
 	// allocatable to zero, so nothing is sold on a node whose agent is silent.
+	// At most a year (365 days).
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=31536000
 	// Default: 600.
 	// +optional
 	DegradeSeconds *int64 `json:"degradeSeconds,omitempty"`

@@ -143,14 +143,16 @@ type PredictPolicy struct {
 	// +optional
 	Percentile *int32 `json:"percentile,omitempty"`
 	// HalfLifeSeconds is the half-life of the decaying usage histograms: a
-	// sample's weight halves every half-life.
+	// sample's weight halves every half-life. At most 30 days.
 	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=2592000
 	// Default: 3600.
 	// +optional
 	HalfLifeSeconds *int64 `json:"halfLifeSeconds,omitempty"`
 	// ColdStartSeconds is how long a new pod's requests stand in for its
-	// usage history in the prediction.
+	// usage history in the prediction. At most 7 days.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=604800
 	// Default: 3600.
 	// +optional
 	ColdStartSeconds *int64 `json:"coldStartSeconds,omitempty"`
@@ -180,8 +182,9 @@ type PredictPolicy struct {
 	// +optional
 	ResourceDiffThresholdPercent *int64 `json:"resourceDiffThresholdPercent,omitempty"`
 	// ForceUpdateSeconds makes the agent report the prediction at least this
-	// often even when it did not move.
+	// often even when it did not move. At most a day.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
 	// Default: 600.
 	// +optional
 	ForceUpdateSeconds *int64 `json:"forceUpdateSeconds,omitempty"`

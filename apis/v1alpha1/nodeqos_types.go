@@ -229,9 +229,10 @@ type ThrottlePolicy struct {
 
 // EvictionPolicy says how the agent evicts.
 type EvictionPolicy struct {
-	// GracePeriodSeconds is the termination grace period of an eviction.
-	// Unset uses the pod's own.
+	// GracePeriodSeconds is the termination grace period of an eviction,
+	// at most a day. Unset uses the pod's own.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
 	// +optional
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
 	// MaxPerMinute caps evictions by this node's agent (1 to 600).

@@ -18,7 +18,11 @@ package crdschema
 
 import (
 	"io/fs"
+	"math"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -106,4 +110,61 @@ func TestCRDFieldsSurviveYAML(t *testing.T) {
 	if checked < 50 {
 		t.Errorf("checked %d fields, want every field of the three CRDs", checked)
 	}
+}
+
+// TestCRDSecondsFitADuration checks that every field counting seconds has
+// a maximum, and one a time.Duration holds: the agent and the manager
+// turn these into durations, and a larger value the API server admitted
+// would overflow into a negative one (a predictor refusing a policy the
+// cluster accepted, reports forced every cycle).
+func TestCRDSecondsFitADuration(t *testing.T) {
+	files, err := fs.Glob(crd.Bases, "bases/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("embedded CRDs: %v, %v", files, err)
+	}
+	const longest = float64(math.MaxInt64 / int64(time.Second))
+	seconds := 0
+	for _, name := range files {
+		raw, err := fs.ReadFile(crd.Bases, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var def apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(raw, &def); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range def.Spec.Versions {
+			var walk func(path string, s *apiextensionsv1.JSONSchemaProps)
+			walk = func(path string, s *apiextensionsv1.JSONSchemaProps) {
+				for field, sub := range s.Properties {
+					if strings.HasSuffix(field, "Seconds") && sub.Type == "integer" {
+						seconds++
+						if sub.Maximum == nil || *sub.Maximum > longest {
+							t.Errorf("%s %s: %s.%s has maximum %v, want one of at most %.0f s (a time.Duration)", def.Name, v.Name, path, field, ptrString(sub.Maximum), longest)
+						}
+					}
+					walk(path+"."+field, &sub)
+				}
+				if s.Items != nil && s.Items.Schema != nil {
+					walk(path+"[*]", s.Items.Schema)
+				}
+				if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+					walk(path+"[*]", s.AdditionalProperties.Schema)
+				}
+			}
+			if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+				walk(def.Spec.Names.Kind, v.Schema.OpenAPIV3Schema)
+			}
+		}
+	}
+	if seconds < 8 {
+		t.Errorf("found %d fields counting seconds, want the collect, predict, tier and QoS intervals", seconds)
+	}
+}
+
+func ptrString(f *float64) string {
+	if f == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*f, 'f', -1, 64)
 }

@@ -23,8 +23,8 @@ package v1alpha1
 //
 // EvictionPolicy says how the agent evicts.
 type EvictionPolicyApplyConfiguration struct {
-	// GracePeriodSeconds is the termination grace period of an eviction.
-	// Unset uses the pod's own.
+	// GracePeriodSeconds is the termination grace period of an eviction,
+	// at most a day. Unset uses the pod's own.
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
 	// MaxPerMinute caps evictions by this node's agent (1 to 600).
 	MaxPerMinute *int32 `json:"maxPerMinute,omitempty"`

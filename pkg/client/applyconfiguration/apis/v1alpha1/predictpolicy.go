@@ -51,11 +51,11 @@ type PredictPolicyApplyConfiguration struct {
 	// Default: 99.
 	Percentile *int32 `json:"percentile,omitempty"`
 	// HalfLifeSeconds is the half-life of the decaying usage histograms: a
-	// sample's weight halves every half-life.
+	// sample's weight halves every half-life. At most 30 days.
 	// Default: 3600.
 	HalfLifeSeconds *int64 `json:"halfLifeSeconds,omitempty"`
 	// ColdStartSeconds is how long a new pod's requests stand in for its
-	// usage history in the prediction.
+	// usage history in the prediction. At most 7 days.
 	// Default: 3600.
 	ColdStartSeconds *int64 `json:"coldStartSeconds,omitempty"`
 	// BorgOvercommitPercent is the BorgDefault model's over-commit rate a,
@@ -75,7 +75,7 @@ type PredictPolicyApplyConfiguration struct {
 	// Default: 5.
 	ResourceDiffThresholdPercent *int64 `json:"resourceDiffThresholdPercent,omitempty"`
 	// ForceUpdateSeconds makes the agent report the prediction at least this
-	// often even when it did not move.
+	// often even when it did not move. At most a day.
 	// Default: 600.
 	ForceUpdateSeconds *int64 `json:"forceUpdateSeconds,omitempty"`
 }

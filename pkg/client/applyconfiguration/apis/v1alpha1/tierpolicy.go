@@ -61,6 +61,7 @@ type TierPolicyApplyConfiguration struct {
 	BatchMemoryThresholdPercent *int32 `json:"batchMemoryThresholdPercent,omitempty"`
 	// DegradeSeconds: a NodeMetric older than this resets the node's tier
 	// allocatable to zero, so nothing is sold on a node whose agent is silent.
+	// At most a year (365 days).
 	// Default: 600.
 	DegradeSeconds *int64 `json:"degradeSeconds,omitempty"`
 	// UpdateThresholdPercent: the manager rewrites a node's tier allocatable
