@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -238,6 +239,10 @@ func translateContainer(c *corev1.Container, tierCPU, tierMem corev1.ResourceNam
 		if hasLim {
 			value = lim
 		}
+		// A tier resource counts whole millicores or bytes in an int64.
+		if most := tierMost(pair.milli); value.Cmp(most) > 0 {
+			return nil, fmt.Errorf("%s %s is more than a tier resource holds (%s)", pair.from, value.String(), most.String())
+		}
 		var tier resource.Quantity
 		if pair.milli {
 			// Tier CPU counts millicores, so 1.5 CPU becomes 1500.
@@ -270,6 +275,15 @@ func translateContainer(c *corev1.Container, tierCPU, tierMem corev1.ResourceNam
 		return nil, nil
 	}
 	return &orig, nil
+}
+
+// tierMost is the largest amount a tier resource holds: math.MaxInt64
+// millicores of CPU (milli), or bytes of memory.
+func tierMost(milli bool) resource.Quantity {
+	if milli {
+		return *resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
+	}
+	return *resource.NewQuantity(math.MaxInt64, resource.BinarySI)
 }
 
 func setRL(rl *corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {

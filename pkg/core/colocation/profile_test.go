@@ -208,6 +208,20 @@ func TestApplyRefusals(t *testing.T) {
 			want:    `container "exec": cpu 1500500u is not a whole number of millicores`,
 		},
 		{
+			// 10P cores is more millicores than an int64 counts: the
+			// check for whole millicores would see an overflowed zero.
+			name:    "cpu past what a tier resource holds",
+			mutate:  func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits["cpu"] = resource.MustParse("10P") },
+			profile: v1alpha1.ColocationProfile{Name: "b", Band: "batch"},
+			want:    `container "exec": cpu 10P is more than a tier resource holds (9223372036854775807m)`,
+		},
+		{
+			name:    "memory past what a tier resource holds",
+			mutate:  func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits["memory"] = resource.MustParse("100E") },
+			profile: v1alpha1.ColocationProfile{Name: "b", Band: "batch"},
+			want:    `container "exec": memory 100E is more than a tier resource holds (9223372036854775807)`,
+		},
+		{
 			// Kubernetes admits a fractional memory with a warning, but
 			// refuses it in an extended resource ("must be an integer").
 			name:    "memory not a whole number of bytes",
