@@ -297,7 +297,7 @@ func charts(res *sim.Result) []*chart {
 	cpu := &chart{id: "cpu", title: "Cluster CPU utilisation", yLabel: "% of CPU capacity", xs: xs, yMax: 100}
 	cont := &chart{id: "harm", title: "Harm: Prod pods over their latency SLO", yLabel: "% of Prod pods", xs: xs}
 	qos := &chart{id: "qos", title: "Node QoS: Batch pods held by a CPU quota (mean)", yLabel: "pods", xs: xs}
-	evictions := &chart{id: "evictions", title: "Node QoS: Batch pods evicted or OOM-killed" + per(xs), yLabel: "pods", xs: xs}
+	evictions := &chart{id: "evictions", title: "Pods evicted by node QoS or OOM-killed" + per(xs), yLabel: "pods", xs: xs}
 	tiers := &chart{id: "tiers", title: "Batch tier: allocatable vs requested vs used", yLabel: "cores", xs: xs}
 	for i, p := range res.Policies {
 		s := &p.Series
