@@ -62,19 +62,26 @@ x-kubernetes-validations: [{rule: 'true'}]
 	}
 }
 
+// valuesSchema reads the chart's values.schema.json.
+func valuesSchema(t *testing.T) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "charts", "waterline", "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	return schema
+}
+
 // TestValuesKeysSurviveYAML checks that every key values.schema.json
 // names (the chart's own and the CRDs' it embeds) can be written unquoted
 // in a values file: Helm's YAML 1.1 decoder takes a key such as n, y, on
 // or off for a boolean, so such a key would arrive as "false" or "true".
 func TestValuesKeysSurviveYAML(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "charts", "waterline", "values.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var schema any
-	if err := json.Unmarshal(raw, &schema); err != nil {
-		t.Fatal(err)
-	}
+	schema := valuesSchema(t)
 	checked := 0
 	var walk func(path string, v any)
 	walk = func(path string, v any) {
@@ -110,14 +117,7 @@ func TestValuesKeysSurviveYAML(t *testing.T) {
 // unbounded one would let a value through that the API server refuses
 // (an int32 field) or a template prints in exponent form.
 func TestChartIntegersAreBounded(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "charts", "waterline", "values.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var schema map[string]any
-	if err := json.Unmarshal(raw, &schema); err != nil {
-		t.Fatal(err)
-	}
+	schema := valuesSchema(t)
 	delete(schema, "definitions")
 	integers := 0
 	var walk func(path string, v any)

@@ -17,9 +17,9 @@ limitations under the License.
 package crdschema
 
 import (
+	"fmt"
 	"io/fs"
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,67 +63,27 @@ func TestCRDsAreAccepted(t *testing.T) {
 	}
 }
 
-// TestCRDFieldsSurviveYAML checks that every field of every CRD can be
-// written as it is named, unquoted, in the YAML kubectl and Helm read:
-// their YAML 1.1 decoder takes a key such as n, y, on or off for a
-// boolean, so a field named that way arrives as "false" or "true" and is
-// refused as unknown.
-func TestCRDFieldsSurviveYAML(t *testing.T) {
-	files, err := fs.Glob(crd.Bases, "bases/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("embedded CRDs: %v, %v", files, err)
-	}
-	checked := 0
-	for _, name := range files {
-		raw, err := fs.ReadFile(crd.Bases, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var def apiextensionsv1.CustomResourceDefinition
-		if err := yaml.UnmarshalStrict(raw, &def); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range def.Spec.Versions {
-			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-				continue
-			}
-			var walk func(path string, s *apiextensionsv1.JSONSchemaProps)
-			walk = func(path string, s *apiextensionsv1.JSONSchemaProps) {
-				for field, sub := range s.Properties {
-					checked++
-					got, err := yaml.YAMLToJSON([]byte(field + ": 1\n"))
-					if want := `{"` + field + `":1}`; err != nil || string(got) != want {
-						t.Errorf("%s %s: the field %s.%s written unquoted in YAML reads as %s (%v), not %s: rename it", def.Name, v.Name, path, field, got, err, want)
-					}
-					walk(path+"."+field, &sub)
-				}
-				if s.Items != nil && s.Items.Schema != nil {
-					walk(path+"[*]", s.Items.Schema)
-				}
-				if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-					walk(path+"[*]", s.AdditionalProperties.Schema)
-				}
-			}
-			walk(def.Spec.Names.Kind, v.Schema.OpenAPIV3Schema)
-		}
-	}
-	if checked < 50 {
-		t.Errorf("checked %d fields, want every field of the three CRDs", checked)
-	}
+// crdField is one field of an embedded CRD's schema, for the checks
+// below: where it is (CRD, version, dotted path to its parent) and its
+// schema.
+type crdField struct {
+	crd, version, parent, name string
+	schema                     *apiextensionsv1.JSONSchemaProps
 }
 
-// TestCRDSecondsFitADuration checks that every field counting seconds has
-// a maximum, and one a time.Duration holds: the agent and the manager
-// turn these into durations, and a larger value the API server admitted
-// would overflow into a negative one (a predictor refusing a policy the
-// cluster accepted, reports forced every cycle).
-func TestCRDSecondsFitADuration(t *testing.T) {
+func (f crdField) String() string {
+	return fmt.Sprintf("%s %s: %s.%s", f.crd, f.version, f.parent, f.name)
+}
+
+// crdFields returns every field of every embedded CRD's served schemas,
+// the items of lists and the values of maps included.
+func crdFields(t *testing.T) []crdField {
+	t.Helper()
 	files, err := fs.Glob(crd.Bases, "bases/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("embedded CRDs: %v, %v", files, err)
 	}
-	const longest = float64(math.MaxInt64 / int64(time.Second))
-	seconds := 0
+	var out []crdField
 	for _, name := range files {
 		raw, err := fs.ReadFile(crd.Bases, name)
 		if err != nil {
@@ -137,12 +97,7 @@ func TestCRDSecondsFitADuration(t *testing.T) {
 			var walk func(path string, s *apiextensionsv1.JSONSchemaProps)
 			walk = func(path string, s *apiextensionsv1.JSONSchemaProps) {
 				for field, sub := range s.Properties {
-					if strings.HasSuffix(field, "Seconds") && sub.Type == "integer" {
-						seconds++
-						if sub.Maximum == nil || *sub.Maximum > longest {
-							t.Errorf("%s %s: %s.%s has maximum %v, want one of at most %.0f s (a time.Duration)", def.Name, v.Name, path, field, ptrString(sub.Maximum), longest)
-						}
-					}
+					out = append(out, crdField{crd: def.Name, version: v.Name, parent: path, name: field, schema: &sub})
 					walk(path+"."+field, &sub)
 				}
 				if s.Items != nil && s.Items.Schema != nil {
@@ -157,14 +112,47 @@ func TestCRDSecondsFitADuration(t *testing.T) {
 			}
 		}
 	}
-	if seconds < 8 {
-		t.Errorf("found %d fields counting seconds, want the collect, predict, tier and QoS intervals", seconds)
+	return out
+}
+
+// TestCRDFieldsSurviveYAML checks that every field of every CRD can be
+// written as it is named, unquoted, in the YAML kubectl and Helm read:
+// their YAML 1.1 decoder takes a key such as n, y, on or off for a
+// boolean, so a field named that way arrives as "false" or "true" and is
+// refused as unknown.
+func TestCRDFieldsSurviveYAML(t *testing.T) {
+	fields := crdFields(t)
+	for _, f := range fields {
+		got, err := yaml.YAMLToJSON([]byte(f.name + ": 1\n"))
+		if want := `{"` + f.name + `":1}`; err != nil || string(got) != want {
+			t.Errorf("%s written unquoted in YAML reads as %s (%v), not %s: rename it", f, got, err, want)
+		}
+	}
+	if len(fields) < 50 {
+		t.Errorf("checked %d fields, want every field of the three CRDs", len(fields))
 	}
 }
 
-func ptrString(f *float64) string {
-	if f == nil {
-		return "none"
+// TestCRDSecondsFitADuration checks that every field counting seconds has
+// a maximum, and one a time.Duration holds: the agent and the manager
+// turn these into durations, and a larger value the API server admitted
+// would overflow into a negative one (a predictor refusing a policy the
+// cluster accepted, early reports at every check).
+func TestCRDSecondsFitADuration(t *testing.T) {
+	const longest = float64(math.MaxInt64 / int64(time.Second))
+	seconds := 0
+	for _, f := range crdFields(t) {
+		if !strings.HasSuffix(f.name, "Seconds") || f.schema.Type != "integer" {
+			continue
+		}
+		seconds++
+		if m := f.schema.Maximum; m == nil {
+			t.Errorf("%s has no maximum, want one of at most %.0f s (a time.Duration)", f, longest)
+		} else if *m > longest {
+			t.Errorf("%s has maximum %.0f, want at most %.0f s (a time.Duration)", f, *m, longest)
+		}
 	}
-	return strconv.FormatFloat(*f, 'f', -1, 64)
+	if seconds < 8 {
+		t.Errorf("found %d fields counting seconds, want the collect, predict, tier and QoS intervals", seconds)
+	}
 }
