@@ -240,7 +240,11 @@ func translateContainer(c *corev1.Container, tierCPU, tierMem corev1.ResourceNam
 			value = lim
 		}
 		// A tier resource counts whole millicores or bytes in an int64.
-		if most := tierMost(pair.milli); value.Cmp(most) > 0 {
+		// The float comes first: comparing a quantity such as 1e8888888
+		// exactly computes 10 to its exponent (over a second of CPU for
+		// that one, minutes for longer ones), and the API server sends
+		// the mutating webhooks a pod before validating it.
+		if most := tierMost(pair.milli); value.AsApproximateFloat64() > 2*most.AsApproximateFloat64() || value.Cmp(most) > 0 {
 			return nil, fmt.Errorf("%s %s is more than a tier resource holds (%s)", pair.from, value.String(), most.String())
 		}
 		var tier resource.Quantity

@@ -216,6 +216,13 @@ func TestApplyRefusals(t *testing.T) {
 			want:    `container "exec": cpu 10P is more than a tier resource holds (9223372036854775807m)`,
 		},
 		{
+			// Refused from its float, without computing 10^8888888.
+			name:    "cpu with a vast exponent",
+			mutate:  func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits["cpu"] = resource.MustParse("100e8888886") },
+			profile: v1alpha1.ColocationProfile{Name: "b", Band: "batch"},
+			want:    `container "exec": cpu 100e8888886 is more than a tier resource holds (9223372036854775807m)`,
+		},
+		{
 			name:    "memory past what a tier resource holds",
 			mutate:  func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits["memory"] = resource.MustParse("100E") },
 			profile: v1alpha1.ColocationProfile{Name: "b", Band: "batch"},
