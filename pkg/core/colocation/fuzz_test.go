@@ -38,9 +38,10 @@ import (
 // answers at once however large the exponent (the fuzzing engine reports
 // an input that runs for long).
 //
-// Each quantity is a mantissa and a decimal exponent (within ±10^8; the
-// fourth bit of set says which are set), in the form the API server
-// hands the webhook: the quantity as it prints it.
+// Each quantity is a mantissa and a decimal exponent, the low four bits
+// of set saying which of the four are given, in the form the API server
+// hands the webhook: the quantity as it prints it. Exponents stay within
+// ±10^8 (upstream's ParseQuantity does not return for some past int32).
 func FuzzApplyQuantities(f *testing.F) {
 	f.Add(int64(500), int32(-3), int64(2), int32(0), int64(1), int32(9), int64(0), int32(0), uint8(0b0111))
 	f.Add(int64(0), int32(0), int64(15), int32(-1), int64(0), int32(0), int64(3), int32(8), uint8(0b1010))
@@ -61,7 +62,7 @@ func FuzzApplyQuantities(f *testing.F) {
 				continue
 			}
 			if q.m < 0 || q.e > 1e8 || q.e < -1e8 {
-				return // not a quantity the API server admits, or past what it parses
+				return // not a quantity the API server admits, or past the bound above
 			}
 			v, err := resource.ParseQuantity(fmt.Sprintf("%de%d", q.m, q.e))
 			if err != nil {
