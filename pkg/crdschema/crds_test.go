@@ -18,7 +18,6 @@ package crdschema
 
 import (
 	"fmt"
-	"io/fs"
 	"math"
 	"strings"
 	"testing"
@@ -28,8 +27,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	"sigs.k8s.io/yaml"
-
-	"github.com/waterline-dev/waterline/config/crd"
 )
 
 // TestCRDsAreAccepted runs the API server's own validation of a
@@ -37,20 +34,12 @@ import (
 // included: a rule whose worst case costs more than the API server allows
 // fails here, in seconds, rather than when a cluster installs the CRD.
 func TestCRDsAreAccepted(t *testing.T) {
-	files, err := fs.Glob(crd.Bases, "bases/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("embedded CRDs: %v, %v", files, err)
+	defs, err := embedded()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, name := range files {
-		t.Run(name, func(t *testing.T) {
-			raw, err := fs.ReadFile(crd.Bases, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var def apiextensionsv1.CustomResourceDefinition
-			if err := yaml.UnmarshalStrict(raw, &def); err != nil {
-				t.Fatal(err)
-			}
+	for _, def := range defs {
+		t.Run(def.Name, func(t *testing.T) {
 			apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(&def)
 			var internal apiextensionsinternal.CustomResourceDefinition
 			if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(&def, &internal, nil); err != nil {
@@ -79,20 +68,12 @@ func (f crdField) String() string {
 // the items of lists and the values of maps included.
 func crdFields(t *testing.T) []crdField {
 	t.Helper()
-	files, err := fs.Glob(crd.Bases, "bases/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("embedded CRDs: %v, %v", files, err)
+	defs, err := embedded()
+	if err != nil {
+		t.Fatal(err)
 	}
 	var out []crdField
-	for _, name := range files {
-		raw, err := fs.ReadFile(crd.Bases, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var def apiextensionsv1.CustomResourceDefinition
-		if err := yaml.UnmarshalStrict(raw, &def); err != nil {
-			t.Fatal(err)
-		}
+	for _, def := range defs {
 		for _, v := range def.Spec.Versions {
 			var walk func(path string, s *apiextensionsv1.JSONSchemaProps)
 			walk = func(path string, s *apiextensionsv1.JSONSchemaProps) {

@@ -57,19 +57,11 @@ type Schema struct {
 // For returns the Schema of kind (NodeQOS, ColocationPolicy, NodeMetric)
 // at v1alpha1 from the embedded CRDs.
 func For(kind string) (*Schema, error) {
-	files, err := fs.Glob(crd.Bases, "bases/*.yaml")
+	defs, err := embedded()
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range files {
-		raw, err := fs.ReadFile(crd.Bases, name)
-		if err != nil {
-			return nil, err
-		}
-		var def apiextensionsv1.CustomResourceDefinition
-		if err := yaml.Unmarshal(raw, &def); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
+	for _, def := range defs {
 		if def.Spec.Names.Kind != kind {
 			continue
 		}
@@ -80,9 +72,32 @@ func For(kind string) (*Schema, error) {
 			}
 			return newSchema(kind, v.Schema.OpenAPIV3Schema)
 		}
-		return nil, fmt.Errorf("%s: no %s schema", name, v1alpha1.SchemeGroupVersion.Version)
+		return nil, fmt.Errorf("%s: no %s schema", def.Name, v1alpha1.SchemeGroupVersion.Version)
 	}
 	return nil, fmt.Errorf("no CustomResourceDefinition of kind %s", kind)
+}
+
+// embedded returns the CRDs `make generate` writes (config/crd), as this
+// binary embeds them.
+func embedded() ([]apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := fs.Glob(crd.Bases, "bases/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no CustomResourceDefinition embedded")
+	}
+	defs := make([]apiextensionsv1.CustomResourceDefinition, len(files))
+	for i, name := range files {
+		raw, err := fs.ReadFile(crd.Bases, name)
+		if err != nil {
+			return nil, err
+		}
+		if err := yaml.UnmarshalStrict(raw, &defs[i]); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return defs, nil
 }
 
 func newSchema(kind string, props *apiextensionsv1.JSONSchemaProps) (*Schema, error) {
