@@ -48,12 +48,13 @@ import (
 // --dry-run=server` does not send objects for validation, so a values
 // file the chart renders could otherwise still fail half-way through an
 // install (the largest and smallest files did, before their NodeQOS lines
-// were put in the order the CRD requires). Kinds this server does not
-// serve (cert-manager's, the Prometheus Operator's) are listed in the log
-// and not checked.
+// were put in the order the CRD requires). The server has the Prometheus
+// Operator's ServiceMonitor CRD, so the chart's ServiceMonitors meet the
+// operator's schema; kinds it does not serve (cert-manager's) are listed
+// in the log and not checked.
 func TestChartCIValuesAreAdmitted(t *testing.T) {
 	t.Parallel()
-	c := testutil.StartCluster(t, testutil.Options{})
+	c := testutil.StartCluster(t, testutil.Options{CRDPaths: []string{testutil.ServiceMonitorCRD(t)}})
 	ctx := t.Context()
 	client, err := dynamic.NewForConfig(c.Config)
 	if err != nil {
@@ -74,6 +75,7 @@ func TestChartCIValuesAreAdmitted(t *testing.T) {
 	if err != nil || len(files) < 4 {
 		t.Fatalf("want at least the default, local, largest and smallest values in %s/ci, found %v (%v)", chart, files, err)
 	}
+	checkedKinds := map[string]int{}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			manifest := c.Helm(t, "template", "waterline", chart, "-n", namespace, "-f", file)
@@ -109,6 +111,7 @@ func TestChartCIValuesAreAdmitted(t *testing.T) {
 					t.Errorf("the API server refuses %s %q rendered with %s: %v", gvk.Kind, obj.GetName(), filepath.Base(file), err)
 				}
 				checked++
+				checkedKinds[gvk.Kind]++
 			}
 			slices.Sort(unserved)
 			t.Logf("%d objects admitted in dry run; not served here, so not checked: %s", checked, strings.Join(unserved, ", "))
@@ -116,6 +119,9 @@ func TestChartCIValuesAreAdmitted(t *testing.T) {
 				t.Errorf("only %d objects checked: the render is not what this test expects", checked)
 			}
 		})
+	}
+	if checkedKinds["ServiceMonitor"] < 3 {
+		t.Errorf("%d ServiceMonitors checked, want the agent's, the manager's and the scheduler's at least (ci/largest-values.yaml enables them)", checkedKinds["ServiceMonitor"])
 	}
 }
 

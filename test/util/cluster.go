@@ -69,6 +69,9 @@ type Options struct {
 	// Webhooks installs webhook configurations pointing at a local server
 	// the test starts (see envtest.WebhookInstallOptions).
 	Webhooks *envtest.WebhookInstallOptions
+	// CRDPaths are more CRD files or directories to install besides
+	// Waterline's (PrometheusOperatorCRDs, say).
+	CRDPaths []string
 }
 
 // controller-runtime (envtest, the manager) logs through klog, as our
@@ -82,7 +85,8 @@ var setLoggerOnce sync.Once
 const DisabledAdmissionPlugins = "ServiceAccount,TaintNodesByCondition"
 
 // StartCluster starts etcd and kube-apiserver from bin/ with the CRDs of
-// config/crd installed and stops them when the test ends.
+// config/crd (and opts.CRDPaths) installed and stops them when the test
+// ends.
 func StartCluster(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	setLoggerOnce.Do(func() { ctrllog.SetLogger(klog.NewKlogr()) })
@@ -99,7 +103,7 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 		t.Fatal(err)
 	}
 	env := &envtest.Environment{
-		CRDDirectoryPaths:        []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		CRDDirectoryPaths:        append([]string{filepath.Join(RepoRoot(), "config", "crd", "bases")}, opts.CRDPaths...),
 		ErrorIfCRDPathMissing:    true,
 		BinaryAssetsDirectory:    BinDir(),
 		Scheme:                   scheme,

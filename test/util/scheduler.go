@@ -33,12 +33,11 @@ const SchedulerName = "waterline-scheduler"
 // StartScheduler builds waterline-scheduler from this checkout and runs it
 // against the cluster with a KubeSchedulerConfiguration made of the harness's
 // header (client connection to this cluster, no leader election) followed by
-// body, which holds the rest: `profiles:` and anything else. It returns once
-// the scheduler answers /healthz.
+// body, which holds the rest: `profiles:` and anything else. Its endpoints,
+// /metrics included, take anonymous requests. It returns once the scheduler
+// answers /healthz.
 func (c *Cluster) StartScheduler(t testing.TB, body string, extraArgs ...string) *Process {
 	t.Helper()
-	bin := BuildBinary(t, "waterline-scheduler")
-	dir := t.TempDir()
 	config := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
@@ -48,23 +47,37 @@ clientConnection:
 leaderElection:
   leaderElect: false
 %s`, c.Kubeconfig, body)
+	p, _ := c.StartSchedulerWithConfig(t, config, append([]string{
+		"--authentication-skip-lookup",
+		"--authorization-always-allow-paths", "/healthz,/readyz,/livez,/metrics",
+	}, extraArgs...)...)
+	return p
+}
+
+// StartSchedulerWithConfig builds waterline-scheduler from this checkout
+// and runs it with the KubeSchedulerConfiguration config (which says how
+// it reaches the API server), serving on 127.0.0.1 at a free port with a
+// self-signed certificate, with args added (authentication and
+// authorization: kube-scheduler's defaults otherwise). It returns the
+// process and its secure port once the scheduler answers /healthz.
+func (c *Cluster) StartSchedulerWithConfig(t testing.TB, config string, args ...string) (*Process, int) {
+	t.Helper()
+	bin := BuildBinary(t, "waterline-scheduler")
+	dir := t.TempDir()
 	configPath := filepath.Join(dir, "scheduler-config.yaml")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		t.Fatalf("Writing scheduler config: %v", err)
 	}
 	port := FreePort(t)
-	args := append([]string{
+	p := StartProcess(t, "waterline-scheduler", bin, append([]string{
 		"--config", configPath,
 		"--secure-port", strconv.Itoa(port),
 		"--bind-address", "127.0.0.1",
 		"--cert-dir", filepath.Join(dir, "certs"),
-		"--authentication-skip-lookup",
-		"--authorization-always-allow-paths", "/healthz,/readyz,/livez,/metrics",
 		"--v", "2",
-	}, extraArgs...)
-	p := StartProcess(t, "waterline-scheduler", bin, args...)
+	}, args...)...)
 	WaitHealthy(t, p, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), time.Minute)
-	return p
+	return p, port
 }
 
 // WaitHealthy waits until url answers 200 (TLS not verified: the process

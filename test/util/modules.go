@@ -1,0 +1,55 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package util
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// PrometheusOperatorModule is the Prometheus Operator release whose CRDs
+// the tests install, so that the chart's ServiceMonitors meet the schema a
+// cluster running the operator checks them against.
+const PrometheusOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+
+// ServiceMonitorCRD is the ServiceMonitor CRD of PrometheusOperatorModule,
+// downloaded from the Go module proxy into the module cache.
+func ServiceMonitorCRD(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(ModuleDir(t, PrometheusOperatorModule), "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml")
+}
+
+// ModuleDir downloads module path@version into the Go module cache (a
+// no-op when it is there) and returns its directory. It runs outside this
+// checkout, so go.mod and go.sum stay as they are.
+func ModuleDir(t testing.TB, module string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.Output()
+	var res struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &res); jerr != nil || res.Error != "" || res.Dir == "" {
+		t.Fatalf("go mod download %s: %v %s (%v; output %q)", module, err, res.Error, jerr, out)
+	}
+	return res.Dir
+}
