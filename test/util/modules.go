@@ -37,6 +37,19 @@ func ServiceMonitorCRD(t testing.TB) string {
 	return filepath.Join(ModuleDir(t, PrometheusOperatorModule), "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml")
 }
 
+// CertManagerModule is the cert-manager release whose CRDs the tests
+// install, so that the chart's Certificates and Issuers meet the schema a
+// cluster running cert-manager checks them against.
+const CertManagerModule = "github.com/cert-manager/cert-manager@v1.21.2"
+
+// CertManagerCRDs are the Certificate and Issuer CRDs of CertManagerModule,
+// the kinds the chart makes with webhooks.certManager.
+func CertManagerCRDs(t testing.TB) []string {
+	t.Helper()
+	dir := filepath.Join(ModuleDir(t, CertManagerModule), "deploy", "crds")
+	return []string{filepath.Join(dir, "cert-manager.io_certificates.yaml"), filepath.Join(dir, "cert-manager.io_issuers.yaml")}
+}
+
 // ModuleDir downloads module path@version into the Go module cache (a
 // no-op when it is there) and returns its directory. It runs outside this
 // checkout, so go.mod and go.sum stay as they are.
