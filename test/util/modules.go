@@ -25,10 +25,11 @@ import (
 	"time"
 )
 
-// PrometheusOperatorModule is the Prometheus Operator release whose CRDs
-// the tests install, so that the chart's ServiceMonitors meet the schema a
-// cluster running the operator checks them against.
-const PrometheusOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+// PrometheusOperatorModule is the Prometheus Operator, whose CRDs the
+// tests install so that the chart's ServiceMonitors meet the schema a
+// cluster running the operator checks them against; hack/tools/crds/go.mod
+// pins its release.
+const PrometheusOperatorModule = "github.com/prometheus-operator/prometheus-operator"
 
 // ServiceMonitorCRD is the ServiceMonitor CRD of PrometheusOperatorModule,
 // downloaded from the Go module proxy into the module cache.
@@ -37,10 +38,11 @@ func ServiceMonitorCRD(t testing.TB) string {
 	return filepath.Join(ModuleDir(t, PrometheusOperatorModule), "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml")
 }
 
-// CertManagerModule is the cert-manager release whose CRDs the tests
-// install, so that the chart's Certificates and Issuers meet the schema a
-// cluster running cert-manager checks them against.
-const CertManagerModule = "github.com/cert-manager/cert-manager@v1.21.2"
+// CertManagerModule is cert-manager, whose CRDs the tests install so that
+// the chart's Certificates and Issuers meet the schema a cluster running
+// cert-manager checks them against; hack/tools/crds/go.mod pins its
+// release.
+const CertManagerModule = "github.com/cert-manager/cert-manager"
 
 // CertManagerCRDs are the Certificate and Issuer CRDs of CertManagerModule,
 // the kinds the chart makes with webhooks.certManager.
@@ -50,15 +52,16 @@ func CertManagerCRDs(t testing.TB) []string {
 	return []string{filepath.Join(dir, "cert-manager.io_certificates.yaml"), filepath.Join(dir, "cert-manager.io_issuers.yaml")}
 }
 
-// ModuleDir downloads module path@version into the Go module cache (a
-// no-op when it is there) and returns its directory. It runs outside this
-// checkout, so go.mod and go.sum stay as they are.
+// ModuleDir downloads module, at the release hack/tools/crds/go.mod
+// pins, from the Go module proxy into the module cache (a no-op when it
+// is there; checked against that module's go.sum) and returns its
+// directory.
 func ModuleDir(t testing.TB, module string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = filepath.Join(RepoRoot(), "hack", "tools", "crds")
 	out, err := cmd.Output()
 	var res struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &res); jerr != nil || res.Error != "" || res.Dir == "" {
