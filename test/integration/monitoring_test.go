@@ -107,6 +107,10 @@ func TestMonitoring(t *testing.T) {
 		}
 		c.Kubectl(t, "apply", "-f", path)
 
+		if sched.containerPort != strconv.Itoa(int(sched.port)) {
+			t.Errorf("the ServiceMonitor reaches container port %s, the scheduler serves on --secure-port=%d", sched.containerPort, sched.port)
+		}
+
 		// The ServiceMonitor as the API server stored it.
 		dyn := dynamic.NewForConfigOrDie(c.Config)
 		smGVR := schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
@@ -141,9 +145,6 @@ func TestMonitoring(t *testing.T) {
 		config := schedulerConfigOf(t, objects, kubeconfig)
 		_, port := c.StartSchedulerWithConfig(t, config,
 			"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig)
-		if sched.containerPort != strconv.Itoa(int(sched.port)) {
-			t.Errorf("the ServiceMonitor reaches container port %s, the scheduler serves on --secure-port=%d", sched.containerPort, sched.port)
-		}
 		url := fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, port, urlPath)
 		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: skipVerify}, //nolint:gosec // as the chart's ServiceMonitor scrapes: kube-scheduler signs its own certificate

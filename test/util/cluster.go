@@ -70,7 +70,7 @@ type Options struct {
 	// the test starts (see envtest.WebhookInstallOptions).
 	Webhooks *envtest.WebhookInstallOptions
 	// CRDPaths are more CRD files or directories to install besides
-	// Waterline's (PrometheusOperatorCRDs, say).
+	// Waterline's (ServiceMonitorCRD, say).
 	CRDPaths []string
 }
 
