@@ -18,6 +18,7 @@ package e2e
 
 import (
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -51,6 +52,22 @@ func (s *system) testHelmUpgradeAndUninstall(t *testing.T) {
 	}
 	t.Logf("helm upgrade: agent pod %s replaced %s and reports, in %v", fresh.Name, old.Name, time.Since(begin).Round(100*time.Millisecond))
 
+	// helm test: waterline check, in the chart's Pod on the node, finds
+	// the installation working (the Pod exits 0; this test API server
+	// cannot reach the node's kubelet by its name, so helm test --logs
+	// cannot read it: the same check, run from here, shows what it saw).
+	begin = time.Now()
+	if out, err := s.c.HelmE(t, "test", release, "-n", agentNamespace, "--timeout", "2m"); err != nil {
+		t.Fatalf("helm test: %v\n%s", err, out)
+	}
+	bin := testutil.BuildBinary(t, "waterline")
+	out, err := exec.CommandContext(t.Context(), bin, "check", "--kubeconfig", s.c.Kubeconfig, "-n", agentNamespace,
+		"--expect", "waterline-manager,waterline-agent", "--manager-lease=").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "NodeMetrics") {
+		t.Errorf("waterline check after helm test passed: %v\n%s", err, out)
+	}
+	t.Logf("helm test passed in %v; waterline check:\n%s", time.Since(begin).Round(100*time.Millisecond), out)
+
 	ns := s.namespace(t, "uninstall")
 	s.nodeQOS(t, "uninstall", v1alpha1.NodeQOSSpec{
 		CPU:            &v1alpha1.CPUWaterlines{ThrottlePercent: ptr.To[int32](70), RestorePercent: ptr.To[int32](60)},
@@ -82,8 +99,8 @@ func (s *system) testHelmUpgradeAndUninstall(t *testing.T) {
 	s.deleteTierPods(t)
 
 	begin = time.Now()
-	out := s.c.Helm(t, "uninstall", release, "-n", agentNamespace, "--wait", "--timeout", "3m")
-	t.Logf("helm uninstall: %s", strings.TrimSpace(out))
+	uninstalled := s.c.Helm(t, "uninstall", release, "-n", agentNamespace, "--wait", "--timeout", "3m")
+	t.Logf("helm uninstall: %s", strings.TrimSpace(uninstalled))
 	testutil.Eventually(t, 2*time.Minute, time.Second, func() (bool, error) {
 		p := s.agentPod(t)
 		if p != nil {

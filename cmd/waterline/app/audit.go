@@ -21,7 +21,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/waterline-dev/waterline/pkg/audit"
 )
@@ -60,12 +59,9 @@ daemonsets and poddisruptionbudgets.`,
 			if output != "table" && output != "json" {
 				return fmt.Errorf("--output %q: want table or json", output)
 			}
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-				&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+			config, err := restConfig(kubeconfig, kubeContext)
 			if err != nil {
-				return fmt.Errorf("loading kubeconfig: %w", err)
+				return err
 			}
 			client, err := kubernetes.NewForConfig(config)
 			if err != nil {

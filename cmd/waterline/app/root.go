@@ -25,7 +25,7 @@ import (
 func NewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "waterline",
-		Short: "Waterline colocation tools: simulate, evaluate predictors, audit preemption",
+		Short: "Waterline colocation tools: simulate, evaluate predictors, audit preemption, check an installation",
 		Long: `waterline is the command-line tool of Waterline, a Kubernetes colocation
 system that runs online services and batch work on the same nodes.`,
 		SilenceUsage:  true,
@@ -34,6 +34,7 @@ system that runs online services and batch work on the same nodes.`,
 	cmd.AddCommand(newVersionCommand())
 	cmd.AddCommand(newPredictCommand())
 	cmd.AddCommand(newAuditCommand())
+	cmd.AddCommand(newCheckCommand())
 	cmd.AddCommand(newSimCommand())
 	cmd.AddCommand(newUninstallAgentsCommand())
 	cmd.AddCommand(newRemoveTierResourcesCommand())

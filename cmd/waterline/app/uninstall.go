@@ -26,8 +26,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 )
 
@@ -69,29 +67,6 @@ It needs get and delete on the DaemonSet and list on pods in its namespace.`,
 	cmd.Flags().StringVar(&daemonSet, "daemonset", "waterline-agent", "name of the agent DaemonSet")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the agents to stop")
 	return cmd
-}
-
-// clientFor returns a client from kubeconfig, or, when it is empty, the
-// pod's in-cluster config, then $KUBECONFIG or ~/.kube/config.
-func clientFor(kubeconfig string) (kubernetes.Interface, error) {
-	var config *rest.Config
-	var err error
-	if kubeconfig == "" {
-		config, err = rest.InClusterConfig()
-	}
-	if kubeconfig != "" || err != nil {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = kubeconfig
-		config, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("creating a client: %w", err)
-	}
-	return client, nil
 }
 
 func uninstallAgents(ctx context.Context, client kubernetes.Interface, out io.Writer, ns, name string, timeout time.Duration) error {

@@ -1,0 +1,371 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package check tells whether Waterline is installed and working in a
+// cluster, as `waterline check` and the chart's `helm test` report it: the
+// CRDs served; waterline-manager and waterline-scheduler available, each
+// with a leader renewing its lease; an agent ready on every node its
+// DaemonSet covers; every node's NodeMetric fresh enough for LoadAware to
+// use it; the Mid and Batch tier resources published; every admission
+// webhook with a CA bundle and a ready endpoint. Collect reads the
+// cluster; Evaluate is a pure function of what it read.
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+)
+
+// Status is a check's verdict.
+type Status int
+
+const (
+	// OK: working as installed.
+	OK Status = iota
+	// Warning: working, with something an operator should look at.
+	Warning
+	// Failure: a part of Waterline is not working.
+	Failure
+)
+
+func (s Status) String() string {
+	switch s {
+	case OK:
+		return "ok"
+	case Warning:
+		return "warning"
+	default:
+		return "FAIL"
+	}
+}
+
+// Component names, as the chart names their workloads.
+const (
+	Manager   = "waterline-manager"
+	Scheduler = "waterline-scheduler"
+	Agent     = "waterline-agent"
+)
+
+// DefaultManagerLease is the manager's leader-election lease
+// (cmd/waterline-manager's LeaderElectionID).
+const DefaultManagerLease = "waterline-manager.waterline.dev"
+
+// Resources are the waterline.dev/v1alpha1 resources Waterline serves.
+var Resources = []string{"nodemetrics", "nodeqoses", "colocationpolicies"}
+
+// Options say what to expect.
+type Options struct {
+	// Now is when the snapshot was taken.
+	Now time.Time
+	// Expect are the components that must be installed (Manager,
+	// Scheduler, Agent); one not expected is checked only when found.
+	Expect []string
+	// ManagerLease and SchedulerLease are the leader-election leases of
+	// the manager (DefaultManagerLease) and the scheduler (the chart's
+	// scheduler.name); empty when the component elects no leader.
+	ManagerLease, SchedulerLease string
+	// StaleAfter is how old a NodeMetric may be: LoadAware refuses a
+	// node whose NodeMetric is older than its nodeMetricExpirationSeconds
+	// (nodeload.DefaultNodeMetricExpiration).
+	StaleAfter time.Duration
+}
+
+// Snapshot is what Collect read of the cluster.
+type Snapshot struct {
+	// Namespace is Waterline's namespace.
+	Namespace string
+	// Served are the waterline.dev/v1alpha1 resources the API server
+	// serves.
+	Served map[string]bool
+	// Deployments, DaemonSets and Leases are Waterline's namespace's, by
+	// name.
+	Deployments map[string]*appsv1.Deployment
+	DaemonSets  map[string]*appsv1.DaemonSet
+	Leases      map[string]*coordinationv1.Lease
+	Nodes       []corev1.Node
+	// NodeMetrics are by name (the node's).
+	NodeMetrics map[string]*v1alpha1.NodeMetric
+	// Webhooks are the webhooks of Waterline's admission webhook
+	// configurations (named waterline-*).
+	Webhooks []Webhook
+	// ReadyEndpoints counts the ready endpoints of Services, by
+	// "namespace/name", for the Services the webhooks call.
+	ReadyEndpoints map[string]int
+}
+
+// Webhook is one webhook of an admission webhook configuration.
+type Webhook struct {
+	Configuration, Name string
+	ClientConfig        admissionregistrationv1.WebhookClientConfig
+	FailurePolicy       admissionregistrationv1.FailurePolicyType
+}
+
+// Check is one line of the report.
+type Check struct {
+	Name    string
+	Status  Status
+	Message string
+	// Details name what the message counts (nodes, webhooks), at most
+	// maxDetails of them.
+	Details []string
+}
+
+// Report is the checks, in order.
+type Report struct {
+	Checks []Check
+}
+
+// Failed tells whether any check failed.
+func (r *Report) Failed() bool {
+	return slices.ContainsFunc(r.Checks, func(c Check) bool { return c.Status == Failure })
+}
+
+// maxDetails bounds the names a check lists.
+const maxDetails = 10
+
+// Evaluate checks the snapshot.
+func Evaluate(s *Snapshot, o Options) Report {
+	var r Report
+	add := func(c Check) { r.Checks = append(r.Checks, c) }
+	add(checkCRDs(s))
+	expected := func(c string) bool { return slices.Contains(o.Expect, c) }
+	add(checkDeployment(s, o, Manager, o.ManagerLease, expected(Manager)))
+	add(checkDeployment(s, o, Scheduler, o.SchedulerLease, expected(Scheduler)))
+	add(checkAgents(s, expected(Agent)))
+	add(checkNodeMetrics(s, o))
+	if _, ok := s.Deployments[Manager]; ok || expected(Manager) {
+		add(checkTierResources(s, o))
+	}
+	add(checkWebhooks(s))
+	return r
+}
+
+func checkCRDs(s *Snapshot) Check {
+	c := Check{Name: "CRDs"}
+	var missing []string
+	for _, res := range Resources {
+		if !s.Served[res] {
+			missing = append(missing, res)
+		}
+	}
+	if len(missing) > 0 {
+		c.Status = Failure
+		c.Message = fmt.Sprintf("waterline.dev/v1alpha1 does not serve %s: install the chart's crds/", strings.Join(missing, ", "))
+		return c
+	}
+	c.Message = strings.Join(Resources, ", ") + " served"
+	return c
+}
+
+// checkDeployment checks that deployment name has an available replica
+// and, unless lease is empty, that a leader renews the lease.
+func checkDeployment(s *Snapshot, o Options, name, lease string, expected bool) Check {
+	c := Check{Name: name}
+	d, ok := s.Deployments[name]
+	if !ok {
+		if expected {
+			c.Status = Failure
+			c.Message = fmt.Sprintf("no Deployment %s/%s", s.Namespace, name)
+		} else {
+			c.Message = "not installed here"
+		}
+		return c
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	c.Message = fmt.Sprintf("%d/%d replicas available", d.Status.AvailableReplicas, want)
+	if d.Status.AvailableReplicas == 0 {
+		c.Status = Failure
+		return c
+	}
+	if d.Status.AvailableReplicas < want {
+		c.Status = Warning
+	}
+	if lease == "" {
+		return c
+	}
+	l, ok := s.Leases[lease]
+	if !ok {
+		c.Status = Failure
+		c.Message += fmt.Sprintf("; no lease %s/%s: no replica has led (leader election off, or RBAC refuses leases)", s.Namespace, lease)
+		return c
+	}
+	holder, renewed := "", time.Time{}
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	if l.Spec.RenewTime != nil {
+		renewed = l.Spec.RenewTime.Time
+	}
+	duration := 15 * time.Second
+	if l.Spec.LeaseDurationSeconds != nil {
+		duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	age := o.Now.Sub(renewed)
+	switch {
+	case holder == "":
+		c.Status = Failure
+		c.Message += fmt.Sprintf("; lease %s has no holder", lease)
+	case age > 2*duration:
+		c.Status = Failure
+		c.Message += fmt.Sprintf("; leader %s last renewed lease %s %s ago (it lasts %s): no replica is leading", holder, lease, age.Round(time.Second), duration)
+	default:
+		c.Message += fmt.Sprintf("; leader %s", holder)
+	}
+	return c
+}
+
+func checkAgents(s *Snapshot, expected bool) Check {
+	c := Check{Name: Agent}
+	ds, ok := s.DaemonSets[Agent]
+	if !ok {
+		if expected {
+			c.Status = Failure
+			c.Message = fmt.Sprintf("no DaemonSet %s/%s", s.Namespace, Agent)
+		} else {
+			c.Message = "not installed here"
+		}
+		return c
+	}
+	st := ds.Status
+	c.Message = fmt.Sprintf("%d/%d agents ready, %d up to date", st.NumberReady, st.DesiredNumberScheduled, st.UpdatedNumberScheduled)
+	switch {
+	case st.DesiredNumberScheduled == 0:
+		c.Status = Warning
+		c.Message += ": the DaemonSet selects no node (agent.nodeSelector, taints)"
+	case st.NumberReady < st.DesiredNumberScheduled:
+		c.Status = Failure
+		c.Message += ": nodes without a ready agent are neither protected by node QoS nor reported"
+	case st.UpdatedNumberScheduled < st.DesiredNumberScheduled:
+		c.Status = Warning
+		c.Message += ": a rollout is in progress"
+	}
+	return c
+}
+
+func checkNodeMetrics(s *Snapshot, o Options) Check {
+	c := Check{Name: "NodeMetrics"}
+	var stale, missing []string
+	fresh := 0
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		nm, ok := s.NodeMetrics[n.Name]
+		if !ok {
+			missing = append(missing, n.Name)
+			continue
+		}
+		if nm.Status.UpdateTime == nil {
+			stale = append(stale, n.Name+": never reported")
+			continue
+		}
+		if age := o.Now.Sub(nm.Status.UpdateTime.Time); age > o.StaleAfter {
+			stale = append(stale, fmt.Sprintf("%s: last report %s ago", n.Name, age.Round(time.Second)))
+			continue
+		}
+		fresh++
+	}
+	c.Message = fmt.Sprintf("%d of %d nodes report fresh metrics", fresh, len(s.Nodes))
+	switch {
+	case len(stale) > 0:
+		c.Status = Failure
+		c.Message += fmt.Sprintf("; %d older than %s, which LoadAware refuses (metric_expired)", len(stale), o.StaleAfter)
+		c.Details = stale
+	case len(missing) > 0:
+		c.Status = Warning
+		c.Message += fmt.Sprintf("; %d without a NodeMetric (no agent there yet, or the manager has not made it)", len(missing))
+		c.Details = missing
+	}
+	c.Details = c.Details[:min(len(c.Details), maxDetails)]
+	return c
+}
+
+// checkTierResources: a node whose agent reports should carry the Mid and
+// Batch tier resources the manager publishes.
+func checkTierResources(s *Snapshot, o Options) Check {
+	c := Check{Name: "tier resources"}
+	var without []string
+	reporting := 0
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		nm, ok := s.NodeMetrics[n.Name]
+		if !ok || nm.Status.UpdateTime == nil || o.Now.Sub(nm.Status.UpdateTime.Time) > o.StaleAfter {
+			continue
+		}
+		reporting++
+		if _, ok := n.Status.Allocatable[extension.ResourceBatchCPU]; !ok {
+			without = append(without, n.Name)
+		}
+	}
+	c.Message = fmt.Sprintf("%d of %d reporting nodes carry %s", reporting-len(without), reporting, extension.ResourceBatchCPU)
+	if len(without) > 0 {
+		c.Status = Warning
+		c.Message += ": the manager has not published their Mid and Batch resources (yet)"
+		c.Details = without[:min(len(without), maxDetails)]
+	}
+	return c
+}
+
+func checkWebhooks(s *Snapshot) Check {
+	c := Check{Name: "webhooks"}
+	var problems []string
+	status := OK
+	for _, w := range s.Webhooks {
+		severity := Failure
+		consequence := "requests it intercepts are refused (failurePolicy Fail)"
+		if w.FailurePolicy == admissionregistrationv1.Ignore {
+			severity, consequence = Warning, "requests it intercepts go through unchanged (failurePolicy Ignore)"
+		}
+		name := w.Configuration + "/" + w.Name
+		svc := w.ClientConfig.Service
+		switch {
+		case svc != nil && len(w.ClientConfig.CABundle) == 0:
+			problems = append(problems, fmt.Sprintf("%s: no CA bundle yet; %s", name, consequence))
+		case svc != nil && s.ReadyEndpoints[svc.Namespace+"/"+svc.Name] == 0:
+			problems = append(problems, fmt.Sprintf("%s: Service %s/%s has no ready endpoint; %s", name, svc.Namespace, svc.Name, consequence))
+		default:
+			continue
+		}
+		status = max(status, severity)
+	}
+	c.Status = status
+	c.Message = fmt.Sprintf("%d webhook%s", len(s.Webhooks), plural(len(s.Webhooks)))
+	if len(problems) > 0 {
+		c.Message += fmt.Sprintf(", %d not reachable", len(problems))
+		c.Details = problems[:min(len(problems), maxDetails)]
+	} else if len(s.Webhooks) > 0 {
+		c.Message += ", each with a CA bundle and a ready endpoint (or a URL)"
+	}
+	return c
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,157 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package check
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+)
+
+var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// healthy is a working installation: two nodes reporting.
+func healthy() *Snapshot {
+	s := &Snapshot{
+		Namespace:      "waterline-system",
+		Served:         map[string]bool{"nodemetrics": true, "nodeqoses": true, "colocationpolicies": true},
+		Deployments:    map[string]*appsv1.Deployment{},
+		DaemonSets:     map[string]*appsv1.DaemonSet{},
+		Leases:         map[string]*coordinationv1.Lease{},
+		NodeMetrics:    map[string]*v1alpha1.NodeMetric{},
+		ReadyEndpoints: map[string]int{"waterline-system/waterline-webhook": 2},
+	}
+	for _, name := range []string{Manager, Scheduler} {
+		s.Deployments[name] = &appsv1.Deployment{
+			Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+			Status: appsv1.DeploymentStatus{AvailableReplicas: 2},
+		}
+	}
+	for _, name := range []string{DefaultManagerLease, Scheduler} {
+		s.Leases[name] = &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To(name + "-0"), LeaseDurationSeconds: ptr.To[int32](15),
+			RenewTime: &metav1.MicroTime{Time: now.Add(-3 * time.Second)},
+		}}
+	}
+	s.DaemonSets[Agent] = &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 2, NumberReady: 2, UpdatedNumberScheduled: 2}}
+	for _, n := range []string{"node-a", "node-b"} {
+		s.Nodes = append(s.Nodes, corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n},
+			Status:     corev1.NodeStatus{Allocatable: corev1.ResourceList{extension.ResourceBatchCPU: resource.MustParse("1000")}},
+		})
+		s.NodeMetrics[n] = &v1alpha1.NodeMetric{Status: v1alpha1.NodeMetricStatus{UpdateTime: &metav1.Time{Time: now.Add(-30 * time.Second)}}}
+	}
+	s.Webhooks = []Webhook{{
+		Configuration: "waterline-colocation-profiles", Name: "profiles.waterline.dev", FailurePolicy: admissionregistrationv1.Fail,
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{
+			CABundle: []byte("ca"),
+			Service:  &admissionregistrationv1.ServiceReference{Namespace: "waterline-system", Name: "waterline-webhook"},
+		},
+	}}
+	return s
+}
+
+var opts = Options{Now: now, Expect: []string{Manager, Scheduler, Agent}, ManagerLease: DefaultManagerLease, SchedulerLease: Scheduler, StaleAfter: 3 * time.Minute}
+
+func TestEvaluate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Snapshot)
+		opts   func(*Options)
+		// want is the status of the check named, and a part of its
+		// message or details.
+		check  string
+		want   Status
+		saying string
+	}{
+		{name: "healthy", check: "NodeMetrics", want: OK, saying: "2 of 2 nodes report fresh metrics"},
+		{name: "CRD missing", mutate: func(s *Snapshot) { delete(s.Served, "nodeqoses") }, check: "CRDs", want: Failure, saying: "does not serve nodeqoses"},
+		{name: "manager not available", mutate: func(s *Snapshot) { s.Deployments[Manager].Status.AvailableReplicas = 0 }, check: Manager, want: Failure, saying: "0/2 replicas available"},
+		{name: "manager one replica short", mutate: func(s *Snapshot) { s.Deployments[Manager].Status.AvailableReplicas = 1 }, check: Manager, want: Warning, saying: "1/2"},
+		{name: "scheduler lease not renewed", mutate: func(s *Snapshot) {
+			s.Leases[Scheduler].Spec.RenewTime = &metav1.MicroTime{Time: now.Add(-5 * time.Minute)}
+		}, check: Scheduler, want: Failure, saying: "last renewed lease waterline-scheduler 5m0s ago"},
+		{name: "scheduler never led", mutate: func(s *Snapshot) { delete(s.Leases, Scheduler) }, check: Scheduler, want: Failure, saying: "no replica has led"},
+		{name: "manager without leader election", mutate: func(s *Snapshot) { delete(s.Leases, DefaultManagerLease) },
+			opts: func(o *Options) { o.ManagerLease = "" }, check: Manager, want: OK, saying: "2/2 replicas available"},
+		{name: "scheduler not installed, not expected", mutate: func(s *Snapshot) { delete(s.Deployments, Scheduler) },
+			opts: func(o *Options) { o.Expect = []string{Manager, Agent} }, check: Scheduler, want: OK, saying: "not installed here"},
+		{name: "scheduler not installed, expected", mutate: func(s *Snapshot) { delete(s.Deployments, Scheduler) }, check: Scheduler, want: Failure, saying: "no Deployment waterline-system/waterline-scheduler"},
+		{name: "agent not ready", mutate: func(s *Snapshot) { s.DaemonSets[Agent].Status.NumberReady = 1 }, check: Agent, want: Failure, saying: "1/2 agents ready"},
+		{name: "agent rolling", mutate: func(s *Snapshot) { s.DaemonSets[Agent].Status.UpdatedNumberScheduled = 1 }, check: Agent, want: Warning, saying: "rollout"},
+		{name: "stale NodeMetric", mutate: func(s *Snapshot) {
+			s.NodeMetrics["node-b"].Status.UpdateTime = &metav1.Time{Time: now.Add(-12 * time.Minute)}
+		}, check: "NodeMetrics", want: Failure, saying: "node-b: last report 12m0s ago"},
+		{name: "never reported", mutate: func(s *Snapshot) { s.NodeMetrics["node-b"].Status.UpdateTime = nil }, check: "NodeMetrics", want: Failure, saying: "node-b: never reported"},
+		{name: "no NodeMetric", mutate: func(s *Snapshot) { delete(s.NodeMetrics, "node-a") }, check: "NodeMetrics", want: Warning, saying: "node-a"},
+		{name: "tier resources not published", mutate: func(s *Snapshot) { s.Nodes[1].Status.Allocatable = nil }, check: "tier resources", want: Warning, saying: "node-b"},
+		{name: "webhook without endpoints", mutate: func(s *Snapshot) { s.ReadyEndpoints["waterline-system/waterline-webhook"] = 0 },
+			check: "webhooks", want: Failure, saying: "has no ready endpoint; requests it intercepts are refused"},
+		{name: "ignored webhook without endpoints", mutate: func(s *Snapshot) {
+			s.ReadyEndpoints["waterline-system/waterline-webhook"] = 0
+			s.Webhooks[0].FailurePolicy = admissionregistrationv1.Ignore
+		}, check: "webhooks", want: Warning, saying: "go through unchanged"},
+		{name: "webhook without CA bundle", mutate: func(s *Snapshot) { s.Webhooks[0].ClientConfig.CABundle = nil }, check: "webhooks", want: Failure, saying: "no CA bundle"},
+		{name: "webhook by URL", mutate: func(s *Snapshot) {
+			s.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:9443/mutate")}
+		}, check: "webhooks", want: OK, saying: "1 webhook,"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := healthy()
+			if tc.mutate != nil {
+				tc.mutate(s)
+			}
+			o := opts
+			if tc.opts != nil {
+				tc.opts(&o)
+			}
+			r := Evaluate(s, o)
+			var buf bytes.Buffer
+			if err := r.WriteTable(&buf); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range r.Checks {
+				if c.Name != tc.check {
+					// Only the broken part may be off.
+					if c.Status != OK {
+						t.Errorf("check %s is %s (%s), want ok: only %s is broken\n%s", c.Name, c.Status, c.Message, tc.check, buf.String())
+					}
+					continue
+				}
+				text := c.Message + " " + strings.Join(c.Details, " ")
+				if c.Status != tc.want || !strings.Contains(text, tc.saying) {
+					t.Errorf("check %s: %s %q, want %s saying %q\n%s", c.Name, c.Status, text, tc.want, tc.saying, buf.String())
+				}
+			}
+			if got := r.Failed(); got != (tc.want == Failure) {
+				t.Errorf("Failed() = %v, want %v", got, tc.want == Failure)
+			}
+		})
+	}
+}

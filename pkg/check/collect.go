@@ -1,0 +1,180 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package check
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
+)
+
+// Collect reads what Evaluate checks, with the leases named (empty names
+// are skipped). It needs get on Waterline's namespace's deployments,
+// daemonsets and leases (the ones it names), list
+// on nodes, nodemetrics, mutating- and validatingwebhookconfigurations and
+// on the endpointslices of the webhooks' Services' namespaces.
+func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interface, namespace string, leases ...string) (*Snapshot, error) {
+	s := &Snapshot{
+		Namespace:      namespace,
+		Served:         map[string]bool{},
+		Deployments:    map[string]*appsv1.Deployment{},
+		DaemonSets:     map[string]*appsv1.DaemonSet{},
+		Leases:         map[string]*coordinationv1.Lease{},
+		NodeMetrics:    map[string]*v1alpha1.NodeMetric{},
+		ReadyEndpoints: map[string]int{},
+	}
+	resources, err := kube.Discovery().ServerResourcesForGroupVersion(v1alpha1.SchemeGroupVersion.String())
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("discovering %s: %w", v1alpha1.SchemeGroupVersion, err)
+	}
+	if resources != nil {
+		for _, r := range resources.APIResources {
+			s.Served[r.Name] = true
+		}
+	}
+	for _, name := range []string{Manager, Scheduler} {
+		d, err := kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err := absent(err, "deployment", namespace, name); err != nil {
+			return nil, err
+		} else if d != nil && d.UID != "" {
+			s.Deployments[name] = d
+		}
+	}
+	ds, err := kube.AppsV1().DaemonSets(namespace).Get(ctx, Agent, metav1.GetOptions{})
+	if err := absent(err, "daemonset", namespace, Agent); err != nil {
+		return nil, err
+	} else if ds != nil && ds.UID != "" {
+		s.DaemonSets[Agent] = ds
+	}
+	for _, name := range leases {
+		if name == "" {
+			continue
+		}
+		l, err := kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err := absent(err, "lease", namespace, name); err != nil {
+			return nil, err
+		} else if l != nil && l.UID != "" {
+			s.Leases[name] = l
+		}
+	}
+	err = pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return kube.CoreV1().Nodes().List(ctx, o)
+	}).EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+		s.Nodes = append(s.Nodes, *o.(*corev1.Node))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	if s.Served["nodemetrics"] {
+		err = pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return wl.WaterlineV1alpha1().NodeMetrics().List(ctx, o)
+		}).EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+			nm := o.(*v1alpha1.NodeMetric)
+			s.NodeMetrics[nm.Name] = nm
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing nodemetrics: %w", err)
+		}
+	}
+	mutating, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing mutatingwebhookconfigurations: %w", err)
+	}
+	for _, cfg := range mutating.Items {
+		if !strings.HasPrefix(cfg.Name, "waterline-") {
+			continue
+		}
+		for _, w := range cfg.Webhooks {
+			s.Webhooks = append(s.Webhooks, Webhook{Configuration: cfg.Name, Name: w.Name, ClientConfig: w.ClientConfig, FailurePolicy: failurePolicy(w.FailurePolicy)})
+		}
+	}
+	validating, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing validatingwebhookconfigurations: %w", err)
+	}
+	for _, cfg := range validating.Items {
+		if !strings.HasPrefix(cfg.Name, "waterline-") {
+			continue
+		}
+		for _, w := range cfg.Webhooks {
+			s.Webhooks = append(s.Webhooks, Webhook{Configuration: cfg.Name, Name: w.Name, ClientConfig: w.ClientConfig, FailurePolicy: failurePolicy(w.FailurePolicy)})
+		}
+	}
+	for _, w := range s.Webhooks {
+		svc := w.ClientConfig.Service
+		if svc == nil {
+			continue
+		}
+		key := svc.Namespace + "/" + svc.Name
+		if _, done := s.ReadyEndpoints[key]; done {
+			continue
+		}
+		eps, err := kube.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
+		if err != nil {
+			return nil, fmt.Errorf("listing the endpointslices of service %s: %w", key, err)
+		}
+		s.ReadyEndpoints[key] = readyEndpoints(eps.Items)
+	}
+	return s, nil
+}
+
+// absent is nil when err is nil or says the object is not there (the
+// typed clients then return an empty object: no UID), err otherwise.
+func absent(err error, kind, namespace, name string) error {
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf("getting %s %s/%s: %w", kind, namespace, name, err)
+}
+
+// failurePolicy is the webhook's, with the API's default (Fail).
+func failurePolicy(p *admissionregistrationv1.FailurePolicyType) admissionregistrationv1.FailurePolicyType {
+	if p == nil {
+		return admissionregistrationv1.Fail
+	}
+	return *p
+}
+
+// readyEndpoints counts the endpoints not known to be unready (the
+// EndpointSlice API's reading of a nil ready condition).
+func readyEndpoints(slices []discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, sl := range slices {
+		for _, e := range sl.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,254 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/waterline-dev/waterline/apis/extension"
+	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	testutil "github.com/waterline-dev/waterline/test/util"
+)
+
+// TestCheck runs `waterline check` as the chart's `helm test` Pod runs it
+// -- the ServiceAccount and RBAC of templates/tests/check.yaml, its flags
+// -- against a real API server holding a working installation's objects
+// (the workloads' status, leases, nodes, NodeMetrics, a webhook with its
+// Service's endpoints), then breaks one part at a time: the command fails
+// and names what broke.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	c := testutil.StartCluster(t, testutil.Options{})
+	ctx := t.Context()
+	const ns = "waterline-system"
+	c.CreateNamespace(t, ns, nil)
+
+	rendered := c.Helm(t, "template", "waterline", testutil.ChartDir(), "-n", ns, "--show-only", "templates/tests/check.yaml")
+	manifest := filepath.Join(t.TempDir(), "check.yaml")
+	if err := os.WriteFile(manifest, []byte(rendered), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.Kubectl(t, "apply", "-f", manifest)
+	var args []string
+	for _, o := range decodeManifest(t, rendered) {
+		if o.GetKind() == "Pod" {
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "containers")
+			for _, a := range containers[0].(map[string]any)["args"].([]any) {
+				args = append(args, a.(string))
+			}
+		}
+	}
+	if len(args) == 0 || args[0] != "check" {
+		t.Fatalf("the chart's test Pod runs %v, want waterline check", args)
+	}
+
+	// A working installation.
+	labels := map[string]string{"app": "x"}
+	template := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+	}
+	for _, name := range []string{"waterline-manager", "waterline-scheduler"} {
+		d, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Status = appsv1.DeploymentStatus{Replicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, UpdatedReplicas: 2}
+		if _, err := c.Kube.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, err := c.Kube.AppsV1().DaemonSets(ns).Create(ctx, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "waterline-agent"},
+		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: 2, CurrentNumberScheduled: 2, NumberReady: 2, UpdatedNumberScheduled: 2, NumberAvailable: 2}
+	if _, err := c.Kube.AppsV1().DaemonSets(ns).UpdateStatus(ctx, ds, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	renewLease := func(name string, at time.Time) {
+		t.Helper()
+		spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name + "-0"), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &metav1.MicroTime{Time: at}}
+		l, err := c.Kube.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			if _, err := c.Kube.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		l.Spec = spec
+		if _, err := c.Kube.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"waterline-manager.waterline.dev", "waterline-scheduler"} {
+		renewLease(name, time.Now())
+	}
+	report := func(node string, at time.Time) {
+		t.Helper()
+		nm, err := c.Waterline.WaterlineV1alpha1().NodeMetrics().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			nm, err = c.Waterline.WaterlineV1alpha1().NodeMetrics().Create(ctx, &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		nm.Status.UpdateTime = &metav1.Time{Time: at}
+		if _, err := c.Waterline.WaterlineV1alpha1().NodeMetrics().UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"node-a", "node-b"} {
+		n, err := c.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Capacity = corev1.ResourceList{extension.ResourceBatchCPU: resource.MustParse("4000")}
+		n.Status.Allocatable = n.Status.Capacity
+		if _, err := c.Kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		report(name, time.Now())
+	}
+	// A webhook that intercepts nothing this test creates, and its
+	// Service's one ready endpoint.
+	if _, err := c.Kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "waterline-webhook"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}, Selector: labels},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kube.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "waterline-webhook-1", Labels: map[string]string{discoveryv1.LabelServiceName: "waterline-webhook"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	none := admissionregistrationv1.SideEffectClassNone
+	if _, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "waterline-colocation-profiles"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "profiles.waterline.dev",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				Service:  &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "waterline-webhook"},
+				CABundle: []byte("not checked here"),
+			},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+			}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"waterline.dev/test": "never"}},
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The test Pod's identity.
+	kubeconfig := tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-check"))
+	bin := testutil.BuildBinary(t, "waterline")
+	run := func() (string, bool) {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, bin, append(args, "--kubeconfig", kubeconfig)...).CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("running waterline check: %v", err)
+		}
+		return string(out), err == nil
+	}
+	// line is the report's line of check name: STATUS, then the name.
+	line := func(out, name string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 1 && strings.HasPrefix(strings.TrimLeft(strings.TrimPrefix(l, f[0]), " "), name+"  ") {
+				return l
+			}
+		}
+		return ""
+	}
+	out, ok := run()
+	if !ok {
+		t.Fatalf("waterline check failed on a working installation:\n%s", out)
+	}
+	t.Logf("waterline check on a working installation:\n%s", out)
+	for _, name := range []string{"CRDs", "waterline-manager", "waterline-scheduler", "waterline-agent", "NodeMetrics", "tier resources", "webhooks"} {
+		if l := line(out, name); !strings.HasPrefix(l, "ok") {
+			t.Errorf("check %s: %q, want ok\n%s", name, l, out)
+		}
+	}
+
+	for _, tc := range []struct {
+		name, check, saying string
+		breakIt, fix        func()
+	}{
+		{
+			name: "a node stops reporting", check: "NodeMetrics", saying: "1 older than 3m0s",
+			breakIt: func() { report("node-b", time.Now().Add(-10*time.Minute)) },
+			fix:     func() { report("node-b", time.Now()) },
+		},
+		{
+			name: "no scheduler leads", check: "waterline-scheduler", saying: "no replica is leading",
+			breakIt: func() { renewLease("waterline-scheduler", time.Now().Add(-5*time.Minute)) },
+			fix:     func() { renewLease("waterline-scheduler", time.Now()) },
+		},
+		{
+			name: "the webhook's pods are gone", check: "webhooks", saying: "1 not reachable",
+			breakIt: func() {
+				if err := c.Kube.DiscoveryV1().EndpointSlices(ns).Delete(ctx, "waterline-webhook-1", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	} {
+		tc.breakIt()
+		out, ok := run()
+		if ok {
+			t.Errorf("%s: waterline check passed:\n%s", tc.name, out)
+		}
+		if l := line(out, tc.check); !strings.HasPrefix(l, "FAIL") || !strings.Contains(out, tc.saying) {
+			t.Errorf("%s: check %s is %q, want FAIL saying %q\n%s", tc.name, tc.check, l, tc.saying, out)
+		} else {
+			t.Logf("%s:\n%s", tc.name, out)
+		}
+		if tc.fix != nil {
+			tc.fix()
+		}
+	}
+}
