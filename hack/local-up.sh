@@ -514,8 +514,8 @@ stop_real_node() {
 
 # The chart's values for this cluster: localCluster (webhooks and probes on
 # 127.0.0.1, the API server on loopback: no kube-proxy here), the images
-# imported into the real node, the manager and the agent as pods on the
-# real node only (kwok would fake-run them), and a default NodeQOS and
+# imported into the real node, the manager, the agent and helm test's Pod
+# on the real node only (kwok would fake-run them), and a default NodeQOS and
 # ColocationPolicy that act (not the chart's dry run).
 chart_values() { # manager-enabled agent-enabled
   cat <<YAML
@@ -536,6 +536,7 @@ agent:
   kubeletCgroupRoot: $node_cgroup_root
   nodeSelector: {waterline.dev/real-node: "true"}
   uninstallHook: {nodeSelector: {waterline.dev/real-node: "true"}}
+tests: {nodeSelector: {waterline.dev/real-node: "true"}}
 nodeQOS:
   spec:
     dryRun: false

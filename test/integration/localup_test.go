@@ -174,6 +174,17 @@ spec:
 		return false, fmt.Errorf("pod is %q", o)
 	}, "waiting for waterline-scheduler to place the pod on a kwok node")
 
+	// waterline check finds the local cluster working: the manager and
+	// the agent (pods on the real node, or a process and none without
+	// one), the kwok nodes' simulated agents and the real node's agent
+	// reporting, the webhooks (by URL here).
+	check, err := exec.Command(testutil.BuildBinary(t, "waterline"), "check", "--kubeconfig", l.kubeconfig, "--manager-lease=").CombinedOutput()
+	if err != nil {
+		t.Errorf("waterline check against the local cluster: %v\n%s", err, check)
+	} else {
+		t.Logf("waterline check:\n%s", check)
+	}
+
 	before := processesUnder(l.dir)
 	if len(before) < 5 {
 		t.Errorf("found %d processes of the local cluster, want at least etcd, apiserver, controller-manager, kwok, scheduler", len(before))
