@@ -51,6 +51,10 @@ const (
 	Failure
 )
 
+// MarshalText writes the status as String does ("ok", "warning",
+// "FAIL"), in JSON too.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 func (s Status) String() string {
 	switch s {
 	case OK:
@@ -125,22 +129,19 @@ type Webhook struct {
 
 // Check is one line of the report.
 type Check struct {
-	Name    string
-	Status  Status
-	Message string
+	Name    string `json:"name"`
+	Status  Status `json:"status"`
+	Message string `json:"message"`
 	// Details name what the message counts (nodes, webhooks), at most
 	// maxDetails of them.
-	Details []string
+	Details []string `json:"details,omitempty"`
 }
 
 // Report is the checks, in order.
 type Report struct {
-	Checks []Check
-}
-
-// Failed tells whether any check failed.
-func (r *Report) Failed() bool {
-	return slices.ContainsFunc(r.Checks, func(c Check) bool { return c.Status == Failure })
+	Checks []Check `json:"checks"`
+	// Failed is Failed(), for JSON readers.
+	Failed bool `json:"failed"`
 }
 
 // maxDetails bounds the names a check lists.
@@ -160,6 +161,7 @@ func Evaluate(s *Snapshot, o Options) Report {
 		add(checkTierResources(s, o))
 	}
 	add(checkWebhooks(s))
+	r.Failed = slices.ContainsFunc(r.Checks, func(c Check) bool { return c.Status == Failure })
 	return r
 }
 

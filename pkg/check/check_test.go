@@ -18,6 +18,7 @@ package check
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -149,9 +150,43 @@ func TestEvaluate(t *testing.T) {
 					t.Errorf("check %s: %s %q, want %s saying %q\n%s", c.Name, c.Status, text, tc.want, tc.saying, buf.String())
 				}
 			}
-			if got := r.Failed(); got != (tc.want == Failure) {
-				t.Errorf("Failed() = %v, want %v", got, tc.want == Failure)
+			if r.Failed != (tc.want == Failure) {
+				t.Errorf("Failed = %v, want %v", r.Failed, tc.want == Failure)
 			}
 		})
+	}
+}
+
+// TestWriteJSON: statuses are words, and failed says whether any check
+// failed.
+func TestWriteJSON(t *testing.T) {
+	s := healthy()
+	s.NodeMetrics["node-b"].Status.UpdateTime = nil
+	r := Evaluate(s, opts)
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Checks []struct {
+			Name, Status string
+			Details      []string
+		}
+		Failed bool
+	}
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	if !got.Failed || len(got.Checks) != len(r.Checks) {
+		t.Fatalf("JSON report %+v, want %d checks and failed\n%s", got, len(r.Checks), buf.String())
+	}
+	for _, c := range got.Checks {
+		want := "ok"
+		if c.Name == "NodeMetrics" {
+			want = "FAIL"
+		}
+		if c.Status != want {
+			t.Errorf("check %s: status %q, want %q\n%s", c.Name, c.Status, want, buf.String())
+		}
 	}
 }

@@ -17,10 +17,21 @@ limitations under the License.
 package check
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
 )
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("writing JSON report: %w", err)
+	}
+	return nil
+}
 
 // WriteTable writes a line per check -- status, name, message -- and its
 // details indented below it.

@@ -185,9 +185,9 @@ func TestCheck(t *testing.T) {
 	// The test Pod's identity.
 	kubeconfig := tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-check"))
 	bin := testutil.BuildBinary(t, "waterline")
-	run := func() (string, bool) {
+	run := func(extra ...string) (string, bool) {
 		t.Helper()
-		out, err := exec.CommandContext(ctx, bin, append(args, "--kubeconfig", kubeconfig)...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, bin, append(append(args, "--kubeconfig", kubeconfig), extra...)...).CombinedOutput()
 		var exit *exec.ExitError
 		if err != nil && !errors.As(err, &exit) {
 			t.Fatalf("running waterline check: %v", err)
@@ -208,6 +208,9 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("waterline check failed on a working installation:\n%s", out)
 	}
 	t.Logf("waterline check on a working installation:\n%s", out)
+	if js, ok := run("-o", "json"); !ok || !strings.Contains(js, `"failed": false`) || strings.Count(js, `"status": "ok"`) != 7 {
+		t.Errorf("waterline check -o json on a working installation: want seven ok checks and failed false:\n%s", js)
+	}
 	for _, name := range []string{"CRDs", "waterline-manager", "waterline-scheduler", "waterline-agent", "NodeMetrics", "tier resources", "webhooks"} {
 		if l := line(out, name); !strings.HasPrefix(l, "ok") {
 			t.Errorf("check %s: %q, want ok\n%s", name, l, out)

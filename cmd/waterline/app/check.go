@@ -38,7 +38,7 @@ func newCheckCommand() *cobra.Command {
 	var (
 		kubeconfig, kubeContext string
 		namespace, scheduler    string
-		managerLease            string
+		managerLease, output    string
 		expect                  []string
 		staleAfter              time.Duration
 	)
@@ -58,6 +58,9 @@ It only reads the cluster: get on the namespace's deployments, daemonsets and
 leases; list on nodes, nodemetrics, webhook configurations and endpointslices.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("--output %q: want table or json", output)
+			}
 			for _, c := range expect {
 				if !slices.Contains([]string{check.Manager, check.Scheduler, check.Agent}, c) {
 					return fmt.Errorf("--expect %q: want %s, %s or %s", c, check.Manager, check.Scheduler, check.Agent)
@@ -83,10 +86,14 @@ leases; list on nodes, nodemetrics, webhook configurations and endpointslices.`,
 				return err
 			}
 			report := check.Evaluate(snap, check.Options{Now: time.Now(), Expect: expect, ManagerLease: managerLease, SchedulerLease: scheduler, StaleAfter: staleAfter})
-			if err := report.WriteTable(cmd.OutOrStdout()); err != nil {
+			write := report.WriteTable
+			if output == "json" {
+				write = report.WriteJSON
+			}
+			if err := write(cmd.OutOrStdout()); err != nil {
 				return err
 			}
-			if report.Failed() {
+			if report.Failed {
 				return errCheckFailed
 			}
 			return nil
@@ -99,6 +106,7 @@ leases; list on nodes, nodemetrics, webhook configurations and endpointslices.`,
 	f.StringVar(&scheduler, "scheduler-name", "waterline-scheduler", "The scheduler's name, which is also its leader-election lease's")
 	f.StringVar(&managerLease, "manager-lease", check.DefaultManagerLease, "The manager's leader-election lease; empty when it elects no leader")
 	f.StringSliceVar(&expect, "expect", nil, "Components that must be installed (waterline-manager, waterline-scheduler, waterline-agent); others are checked when found")
+	f.StringVarP(&output, "output", "o", "table", "table or json")
 	f.DurationVar(&staleAfter, "stale-after", nodeload.DefaultNodeMetricExpiration, "How old a NodeMetric may be (LoadAware's nodeMetricExpirationSeconds)")
 	return cmd
 }

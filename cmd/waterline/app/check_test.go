@@ -31,6 +31,7 @@ func TestCheckFlags(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
+		{"unknown output format", []string{"check", "-o", "yaml"}, `--output "yaml": want table or json`},
 		{"unknown component", []string{"check", "--expect", "waterline-manager,kube-proxy"}, `--expect "kube-proxy": want waterline-manager, waterline-scheduler or waterline-agent`},
 		{"stale-after zero", []string{"check", "--stale-after", "0s"}, "--stale-after 0s: must be positive"},
 		{"missing kubeconfig file", []string{"check", "--kubeconfig", filepath.Join(t.TempDir(), "nope")}, "loading kubeconfig: stat "},
