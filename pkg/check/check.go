@@ -37,6 +37,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/core/nodeload"
 )
 
 // Status is a check's verdict.
@@ -91,9 +92,9 @@ type Options struct {
 	// the manager (DefaultManagerLease) and the scheduler (the chart's
 	// scheduler.name); empty when the component elects no leader.
 	ManagerLease, SchedulerLease string
-	// StaleAfter is how old a NodeMetric may be: LoadAware refuses a
-	// node whose NodeMetric is older than its nodeMetricExpirationSeconds
-	// (nodeload.DefaultNodeMetricExpiration).
+	// StaleAfter is how old a NodeMetric may get: LoadAware refuses a
+	// node whose NodeMetric is that old per its nodeMetricExpirationSeconds
+	// (nodeload.DefaultNodeMetricExpiration), and so does this check.
 	StaleAfter time.Duration
 }
 
@@ -281,15 +282,14 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 			missing = append(missing, n.Name)
 			continue
 		}
-		if nm.Status.UpdateTime == nil {
+		switch {
+		case nm.Status.UpdateTime == nil:
 			stale = append(stale, n.Name+": never reported")
-			continue
+		case expired(nm, o):
+			stale = append(stale, fmt.Sprintf("%s: last report %s ago", n.Name, o.Now.Sub(nm.Status.UpdateTime.Time).Round(time.Second)))
+		default:
+			fresh++
 		}
-		if age := o.Now.Sub(nm.Status.UpdateTime.Time); age > o.StaleAfter {
-			stale = append(stale, fmt.Sprintf("%s: last report %s ago", n.Name, age.Round(time.Second)))
-			continue
-		}
-		fresh++
 	}
 	c.Message = fmt.Sprintf("%d of %d nodes report fresh metrics", fresh, len(s.Nodes))
 	switch {
@@ -306,6 +306,14 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 	return c
 }
 
+// expired is LoadAware's verdict on a NodeMetric (nodeload.Config.Expired:
+// never reported, or o.StaleAfter or more since the last report), with
+// o.StaleAfter as its nodeMetricExpirationSeconds.
+func expired(nm *v1alpha1.NodeMetric, o Options) bool {
+	c := nodeload.Config{MetricExpiration: o.StaleAfter}
+	return c.Expired(c.NewMetric(nm), o.Now)
+}
+
 // checkTierResources: a node whose agent reports should carry the Mid and
 // Batch tier resources the manager publishes.
 func checkTierResources(s *Snapshot, o Options) Check {
@@ -315,7 +323,7 @@ func checkTierResources(s *Snapshot, o Options) Check {
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		nm, ok := s.NodeMetrics[n.Name]
-		if !ok || nm.Status.UpdateTime == nil || o.Now.Sub(nm.Status.UpdateTime.Time) > o.StaleAfter {
+		if !ok || expired(nm, o) {
 			continue
 		}
 		reporting++

@@ -109,6 +109,9 @@ func TestEvaluate(t *testing.T) {
 		{name: "stale NodeMetric", mutate: func(s *Snapshot) {
 			s.NodeMetrics["node-b"].Status.UpdateTime = &metav1.Time{Time: now.Add(-12 * time.Minute)}
 		}, check: "NodeMetrics", want: Failure, saying: "node-b: last report 12m0s ago"},
+		{name: "NodeMetric exactly at the expiry, as LoadAware counts it", mutate: func(s *Snapshot) {
+			s.NodeMetrics["node-b"].Status.UpdateTime = &metav1.Time{Time: now.Add(-3 * time.Minute)}
+		}, check: "NodeMetrics", want: Failure, saying: "node-b: last report 3m0s ago"},
 		{name: "never reported", mutate: func(s *Snapshot) { s.NodeMetrics["node-b"].Status.UpdateTime = nil }, check: "NodeMetrics", want: Failure, saying: "node-b: never reported"},
 		{name: "no NodeMetric", mutate: func(s *Snapshot) { delete(s.NodeMetrics, "node-a") }, check: "NodeMetrics", want: Warning, saying: "node-a"},
 		{name: "tier resources not published", mutate: func(s *Snapshot) { s.Nodes[1].Status.Allocatable = nil }, check: "tier resources", want: Warning, saying: "node-b"},

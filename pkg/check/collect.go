@@ -61,28 +61,28 @@ func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interf
 		}
 	}
 	for _, name := range []string{Manager, Scheduler} {
-		d, err := kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err := absent(err, "deployment", namespace, name); err != nil {
-			return nil, err
-		} else if d != nil && d.UID != "" {
+		switch d, err := kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{}); {
+		case err == nil:
 			s.Deployments[name] = d
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("getting deployment %s/%s: %w", namespace, name, err)
 		}
 	}
-	ds, err := kube.AppsV1().DaemonSets(namespace).Get(ctx, Agent, metav1.GetOptions{})
-	if err := absent(err, "daemonset", namespace, Agent); err != nil {
-		return nil, err
-	} else if ds != nil && ds.UID != "" {
+	switch ds, err := kube.AppsV1().DaemonSets(namespace).Get(ctx, Agent, metav1.GetOptions{}); {
+	case err == nil:
 		s.DaemonSets[Agent] = ds
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("getting daemonset %s/%s: %w", namespace, Agent, err)
 	}
 	for _, name := range leases {
 		if name == "" {
 			continue
 		}
-		l, err := kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err := absent(err, "lease", namespace, name); err != nil {
-			return nil, err
-		} else if l != nil && l.UID != "" {
+		switch l, err := kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{}); {
+		case err == nil:
 			s.Leases[name] = l
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("getting lease %s/%s: %w", namespace, name, err)
 		}
 	}
 	err = pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -106,16 +106,18 @@ func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interf
 			return nil, fmt.Errorf("listing nodemetrics: %w", err)
 		}
 	}
+	add := func(configuration, name string, cc admissionregistrationv1.WebhookClientConfig, fp *admissionregistrationv1.FailurePolicyType) {
+		if strings.HasPrefix(configuration, "waterline-") {
+			s.Webhooks = append(s.Webhooks, Webhook{Configuration: configuration, Name: name, ClientConfig: cc, FailurePolicy: failurePolicy(fp)})
+		}
+	}
 	mutating, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing mutatingwebhookconfigurations: %w", err)
 	}
 	for _, cfg := range mutating.Items {
-		if !strings.HasPrefix(cfg.Name, "waterline-") {
-			continue
-		}
 		for _, w := range cfg.Webhooks {
-			s.Webhooks = append(s.Webhooks, Webhook{Configuration: cfg.Name, Name: w.Name, ClientConfig: w.ClientConfig, FailurePolicy: failurePolicy(w.FailurePolicy)})
+			add(cfg.Name, w.Name, w.ClientConfig, w.FailurePolicy)
 		}
 	}
 	validating, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
@@ -123,11 +125,8 @@ func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interf
 		return nil, fmt.Errorf("listing validatingwebhookconfigurations: %w", err)
 	}
 	for _, cfg := range validating.Items {
-		if !strings.HasPrefix(cfg.Name, "waterline-") {
-			continue
-		}
 		for _, w := range cfg.Webhooks {
-			s.Webhooks = append(s.Webhooks, Webhook{Configuration: cfg.Name, Name: w.Name, ClientConfig: w.ClientConfig, FailurePolicy: failurePolicy(w.FailurePolicy)})
+			add(cfg.Name, w.Name, w.ClientConfig, w.FailurePolicy)
 		}
 	}
 	for _, w := range s.Webhooks {
@@ -146,15 +145,6 @@ func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interf
 		s.ReadyEndpoints[key] = readyEndpoints(eps.Items)
 	}
 	return s, nil
-}
-
-// absent is nil when err is nil or says the object is not there (the
-// typed clients then return an empty object: no UID), err otherwise.
-func absent(err error, kind, namespace, name string) error {
-	if err == nil || apierrors.IsNotFound(err) {
-		return nil
-	}
-	return fmt.Errorf("getting %s %s/%s: %w", kind, namespace, name, err)
 }
 
 // failurePolicy is the webhook's, with the API's default (Fail).

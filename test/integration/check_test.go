@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,7 +188,7 @@ func TestCheck(t *testing.T) {
 	bin := testutil.BuildBinary(t, "waterline")
 	run := func(extra ...string) (string, bool) {
 		t.Helper()
-		out, err := exec.CommandContext(ctx, bin, append(append(args, "--kubeconfig", kubeconfig), extra...)...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, bin, slices.Concat(args, []string{"--kubeconfig", kubeconfig}, extra)...).CombinedOutput()
 		var exit *exec.ExitError
 		if err != nil && !errors.As(err, &exit) {
 			t.Fatalf("running waterline check: %v", err)

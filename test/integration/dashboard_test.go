@@ -177,11 +177,11 @@ func metricSources(t *testing.T) map[string]string {
 			t.Fatal(err)
 		}
 	}
-	out2, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	k8s, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
 	if err != nil {
 		t.Fatalf("locating k8s.io/kubernetes: %v", err)
 	}
-	sched, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out2)), "pkg", "scheduler", "metrics", "metrics.go"))
+	sched, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(k8s)), "pkg", "scheduler", "metrics", "metrics.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
