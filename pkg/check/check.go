@@ -18,7 +18,8 @@ limitations under the License.
 // cluster, as `waterline check` and the chart's `helm test` report it: the
 // CRDs served; waterline-manager and waterline-scheduler available, each
 // with a leader renewing its lease; an agent ready on every node its
-// DaemonSet covers; every node's NodeMetric fresh enough for LoadAware to
+// DaemonSet covers (and, when its pods could not be created, why); every
+// node with an agent reporting, and no NodeMetric too old for LoadAware to
 // use it; the Mid and Batch tier resources published; every admission
 // webhook with a CA bundle and a ready endpoint. Collect reads the
 // cluster; Evaluate is a pure function of what it read.
@@ -111,6 +112,17 @@ type Snapshot struct {
 	DaemonSets  map[string]*appsv1.DaemonSet
 	Leases      map[string]*coordinationv1.Lease
 	Nodes       []corev1.Node
+	// AgentNodes are the nodes a pod of the agent DaemonSet is bound to,
+	// whatever its state: the nodes whose NodeMetric an agent should
+	// report. A node the DaemonSet does not cover (agent.nodeSelector,
+	// an operating system it does not run on) has none, and its
+	// NodeMetric, which the manager makes for every node, is never
+	// reported; LoadAware reads that as no NodeMetric.
+	AgentNodes map[string]bool
+	// AgentWarnings are the Warning events of the agent DaemonSet, the
+	// latest last: why its controller could not create a pod (a
+	// PodSecurity level, a quota).
+	AgentWarnings []corev1.Event
 	// NodeMetrics are by name (the node's).
 	NodeMetrics map[string]*v1alpha1.NodeMetric
 	// Webhooks are the webhooks of Waterline's admission webhook
@@ -264,6 +276,12 @@ func checkAgents(s *Snapshot, expected bool) Check {
 	case st.NumberReady < st.DesiredNumberScheduled:
 		c.Status = Failure
 		c.Message += ": nodes without a ready agent are neither protected by node QoS nor reported"
+		if st.CurrentNumberScheduled < st.DesiredNumberScheduled && len(s.AgentWarnings) > 0 {
+			// Pods the controller could not create: its events say why
+			// (kubectl describe daemonset shows the same).
+			e := s.AgentWarnings[len(s.AgentWarnings)-1]
+			c.Message += fmt.Sprintf("; %d not created, last event %s: %s", st.DesiredNumberScheduled-st.CurrentNumberScheduled, e.Reason, e.Message)
+		}
 	case st.UpdatedNumberScheduled < st.DesiredNumberScheduled:
 		c.Status = Warning
 		c.Message += ": a rollout is in progress"
@@ -271,35 +289,50 @@ func checkAgents(s *Snapshot, expected bool) Check {
 	return c
 }
 
+// checkNodeMetrics: every node running an agent reports, and no node's
+// NodeMetric is stale (LoadAware refuses such a node, agent or not). A
+// node without an agent whose NodeMetric was never reported is left out:
+// LoadAware reads it as no NodeMetric, and node QoS does not run there.
 func checkNodeMetrics(s *Snapshot, o Options) Check {
 	c := Check{Name: "NodeMetrics"}
-	var stale, missing []string
-	fresh := 0
+	var stale, silent, missing []string
+	fresh, counted, agentless := 0, 0, 0
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		nm, ok := s.NodeMetrics[n.Name]
-		if !ok {
-			missing = append(missing, n.Name)
+		reported := ok && nm.Status.UpdateTime != nil
+		if !s.AgentNodes[n.Name] && !reported {
+			agentless++
 			continue
 		}
+		counted++
 		switch {
-		case nm.Status.UpdateTime == nil:
-			stale = append(stale, n.Name+": never reported")
+		case !ok:
+			missing = append(missing, n.Name)
+		case !reported:
+			silent = append(silent, n.Name+": never reported")
 		case expired(nm, o):
 			stale = append(stale, fmt.Sprintf("%s: last report %s ago", n.Name, o.Now.Sub(nm.Status.UpdateTime.Time).Round(time.Second)))
 		default:
 			fresh++
 		}
 	}
-	c.Message = fmt.Sprintf("%d of %d nodes report fresh metrics", fresh, len(s.Nodes))
-	switch {
-	case len(stale) > 0:
+	c.Message = fmt.Sprintf("%d of %d nodes report fresh metrics", fresh, counted)
+	if agentless > 0 {
+		c.Message += fmt.Sprintf(" (%d without an agent, not colocated)", agentless)
+	}
+	if len(stale) > 0 {
 		c.Status = Failure
 		c.Message += fmt.Sprintf("; %d older than %s, which LoadAware refuses (metric_expired)", len(stale), o.StaleAfter)
-		c.Details = stale
-	case len(missing) > 0:
+	}
+	if len(silent) > 0 {
+		c.Status = Failure
+		c.Message += fmt.Sprintf("; %d never reported by the node's agent", len(silent))
+	}
+	c.Details = append(stale, silent...)
+	if len(missing) > 0 && c.Status == OK {
 		c.Status = Warning
-		c.Message += fmt.Sprintf("; %d without a NodeMetric (no agent there yet, or the manager has not made it)", len(missing))
+		c.Message += fmt.Sprintf("; %d without a NodeMetric (the manager has not made it yet)", len(missing))
 		c.Details = missing
 	}
 	c.Details = c.Details[:min(len(c.Details), maxDetails)]

@@ -60,7 +60,8 @@ func healthy() *Snapshot {
 			RenewTime: &metav1.MicroTime{Time: now.Add(-3 * time.Second)},
 		}}
 	}
-	s.DaemonSets[Agent] = &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 2, NumberReady: 2, UpdatedNumberScheduled: 2}}
+	s.DaemonSets[Agent] = &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 2, CurrentNumberScheduled: 2, NumberReady: 2, UpdatedNumberScheduled: 2}}
+	s.AgentNodes = map[string]bool{"node-a": true, "node-b": true}
 	for _, n := range []string{"node-a", "node-b"} {
 		s.Nodes = append(s.Nodes, corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: n},
@@ -105,6 +106,15 @@ func TestEvaluate(t *testing.T) {
 			opts: func(o *Options) { o.Expect = []string{Manager, Agent} }, check: Scheduler, want: OK, saying: "not installed here"},
 		{name: "scheduler not installed, expected", mutate: func(s *Snapshot) { delete(s.Deployments, Scheduler) }, check: Scheduler, want: Failure, saying: "no Deployment waterline-system/waterline-scheduler"},
 		{name: "agent not ready", mutate: func(s *Snapshot) { s.DaemonSets[Agent].Status.NumberReady = 1 }, check: Agent, want: Failure, saying: "1/2 agents ready"},
+		{name: "agent pods refused", mutate: func(s *Snapshot) {
+			st := &s.DaemonSets[Agent].Status
+			st.CurrentNumberScheduled, st.NumberReady, st.UpdatedNumberScheduled = 0, 0, 0
+			s.AgentNodes = map[string]bool{}
+			s.AgentWarnings = []corev1.Event{
+				{Reason: "FailedCreate", Message: `Error creating: pods "waterline-agent-1" is forbidden: exceeded quota`},
+				{Reason: "FailedCreate", Message: `Error creating: pods "waterline-agent-2" is forbidden: violates PodSecurity "baseline:latest": privileged`},
+			}
+		}, check: Agent, want: Failure, saying: `0/2 agents ready, 0 up to date: nodes without a ready agent are neither protected by node QoS nor reported; 2 not created, last event FailedCreate: Error creating: pods "waterline-agent-2" is forbidden: violates PodSecurity`},
 		{name: "agent rolling", mutate: func(s *Snapshot) { s.DaemonSets[Agent].Status.UpdatedNumberScheduled = 1 }, check: Agent, want: Warning, saying: "rollout"},
 		{name: "stale NodeMetric", mutate: func(s *Snapshot) {
 			s.NodeMetrics["node-b"].Status.UpdateTime = &metav1.Time{Time: now.Add(-12 * time.Minute)}
@@ -113,6 +123,18 @@ func TestEvaluate(t *testing.T) {
 			s.NodeMetrics["node-b"].Status.UpdateTime = &metav1.Time{Time: now.Add(-3 * time.Minute)}
 		}, check: "NodeMetrics", want: Failure, saying: "node-b: last report 3m0s ago"},
 		{name: "never reported", mutate: func(s *Snapshot) { s.NodeMetrics["node-b"].Status.UpdateTime = nil }, check: "NodeMetrics", want: Failure, saying: "node-b: never reported"},
+		{name: "node without an agent, never reported", mutate: func(s *Snapshot) {
+			delete(s.AgentNodes, "node-b")
+			s.NodeMetrics["node-b"].Status.UpdateTime = nil
+		}, check: "NodeMetrics", want: OK, saying: "1 of 1 nodes report fresh metrics (1 without an agent, not colocated)"},
+		{name: "node without an agent, no NodeMetric", mutate: func(s *Snapshot) {
+			delete(s.AgentNodes, "node-b")
+			delete(s.NodeMetrics, "node-b")
+		}, check: "NodeMetrics", want: OK, saying: "(1 without an agent, not colocated)"},
+		{name: "node whose agent left a stale NodeMetric", mutate: func(s *Snapshot) {
+			delete(s.AgentNodes, "node-b")
+			s.NodeMetrics["node-b"].Status.UpdateTime = &metav1.Time{Time: now.Add(-12 * time.Minute)}
+		}, check: "NodeMetrics", want: Failure, saying: "node-b: last report 12m0s ago"},
 		{name: "no NodeMetric", mutate: func(s *Snapshot) { delete(s.NodeMetrics, "node-a") }, check: "NodeMetrics", want: Warning, saying: "node-a"},
 		{name: "tier resources not published", mutate: func(s *Snapshot) { s.Nodes[1].Status.Allocatable = nil }, check: "tier resources", want: Warning, saying: "node-b"},
 		{name: "webhook without endpoints", mutate: func(s *Snapshot) { s.ReadyEndpoints["waterline-system/waterline-webhook"] = 0 },

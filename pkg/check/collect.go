@@ -19,7 +19,9 @@ package check
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,6 +30,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
@@ -38,9 +41,10 @@ import (
 
 // Collect reads what Evaluate checks, with the leases named (empty names
 // are skipped). It needs get on Waterline's namespace's deployments,
-// daemonsets and leases (the ones it names), list
-// on nodes, nodemetrics, mutating- and validatingwebhookconfigurations and
-// on the endpointslices of the webhooks' Services' namespaces.
+// daemonsets and leases (the ones it names), list on its pods and events,
+// and list on nodes, nodemetrics, mutating- and
+// validatingwebhookconfigurations and the endpointslices of the webhooks'
+// Services' namespaces.
 func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interface, namespace string, leases ...string) (*Snapshot, error) {
 	s := &Snapshot{
 		Namespace:      namespace,
@@ -71,6 +75,9 @@ func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interf
 	switch ds, err := kube.AppsV1().DaemonSets(namespace).Get(ctx, Agent, metav1.GetOptions{}); {
 	case err == nil:
 		s.DaemonSets[Agent] = ds
+		if err := collectAgents(ctx, kube, ds, s); err != nil {
+			return nil, err
+		}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("getting daemonset %s/%s: %w", namespace, Agent, err)
 	}
@@ -145,6 +152,54 @@ func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interf
 		s.ReadyEndpoints[key] = readyEndpoints(eps.Items)
 	}
 	return s, nil
+}
+
+// collectAgents reads the nodes the agent DaemonSet ds has pods on and
+// its Warning events.
+func collectAgents(ctx context.Context, kube kubernetes.Interface, ds *appsv1.DaemonSet, s *Snapshot) error {
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return fmt.Errorf("daemonset %s/%s: its selector: %w", ds.Namespace, ds.Name, err)
+	}
+	s.AgentNodes = map[string]bool{}
+	err = pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return kube.CoreV1().Pods(ds.Namespace).List(ctx, o)
+	}).EachListItem(ctx, metav1.ListOptions{LabelSelector: sel.String()}, func(o runtime.Object) error {
+		p := o.(*corev1.Pod)
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID && p.Spec.NodeName != "" {
+			s.AgentNodes[p.Spec.NodeName] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing the pods of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	events, err := kube.CoreV1().Events(ds.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
+		fields.OneTermEqualSelector("involvedObject.uid", string(ds.UID)),
+		fields.OneTermEqualSelector("type", corev1.EventTypeWarning),
+	).String()})
+	if err != nil {
+		return fmt.Errorf("listing the events of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	s.AgentWarnings = events.Items
+	slices.SortStableFunc(s.AgentWarnings, func(a, b corev1.Event) int { return lastSeen(&a).Compare(lastSeen(&b)) })
+	return nil
+}
+
+// lastSeen is when the event last happened: a series' last observation,
+// the last timestamp of an event counted the old way, or when it was
+// first reported.
+func lastSeen(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	default:
+		return e.CreationTimestamp.Time
+	}
 }
 
 // failurePolicy is the webhook's, with the API's default (Fail).

@@ -147,6 +147,24 @@ func TestCheck(t *testing.T) {
 		}
 		report(name, time.Now())
 	}
+	// An agent pod on each of them, and a node without one whose
+	// NodeMetric, made by the manager, is never reported.
+	for _, name := range []string{"node-a", "node-b"} {
+		if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "waterline-agent-" + name, Labels: labels, OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr.To(true),
+			}}},
+			Spec: corev1.PodSpec{NodeName: name, Containers: template.Spec.Containers},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-without-agent"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Waterline.WaterlineV1alpha1().NodeMetrics().Create(ctx, &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: "node-without-agent"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// A webhook that intercepts nothing this test creates, and its
 	// Service's one ready endpoint.
 	if _, err := c.Kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
@@ -217,6 +235,9 @@ func TestCheck(t *testing.T) {
 			t.Errorf("check %s: %q, want ok\n%s", name, l, out)
 		}
 	}
+	if l := line(out, "NodeMetrics"); !strings.Contains(l, "2 of 2 nodes report fresh metrics (1 without an agent, not colocated)") {
+		t.Errorf("check NodeMetrics: %q, want the two agents' nodes counted and the third named as without an agent\n%s", l, out)
+	}
 
 	for _, tc := range []struct {
 		name, check, saying string
@@ -226,6 +247,20 @@ func TestCheck(t *testing.T) {
 			name: "a node stops reporting", check: "NodeMetrics", saying: "1 older than 3m0s",
 			breakIt: func() { report("node-b", time.Now().Add(-10*time.Minute)) },
 			fix:     func() { report("node-b", time.Now()) },
+		},
+		{
+			name: "an agent never reports", check: "NodeMetrics", saying: "1 never reported by the node's agent",
+			breakIt: func() {
+				nm, err := c.Waterline.WaterlineV1alpha1().NodeMetrics().Get(ctx, "node-a", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				nm.Status = v1alpha1.NodeMetricStatus{}
+				if _, err := c.Waterline.WaterlineV1alpha1().NodeMetrics().UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			fix: func() { report("node-a", time.Now()) },
 		},
 		{
 			name: "no scheduler leads", check: "waterline-scheduler", saying: "no replica is leading",

@@ -48,14 +48,16 @@ func newCheckCommand() *cobra.Command {
 		Long: `Checks, in Waterline's namespace: the waterline.dev CRDs served;
 waterline-manager and waterline-scheduler available, each with a leader
 renewing its lease; an agent ready on every node the waterline-agent
-DaemonSet covers; every node's NodeMetric fresher than --stale-after (LoadAware
-refuses a node with an older one); the Mid and Batch tier resources on the
-nodes that report; every Waterline admission webhook with a CA bundle and a
-ready endpoint. Prints a line per check and exits non-zero when one fails.
-The chart's "helm test" runs it.
+DaemonSet covers (with the DaemonSet's last warning event when it could not
+create their pods); every node with an agent reporting, and no NodeMetric
+older than --stale-after (LoadAware refuses a node with an older one); the
+Mid and Batch tier resources on the nodes that report; every Waterline
+admission webhook with a CA bundle and a ready endpoint. Prints a line per
+check and exits non-zero when one fails. The chart's "helm test" runs it.
 
 It only reads the cluster: get on the namespace's deployments, daemonsets and
-leases; list on nodes, nodemetrics, webhook configurations and endpointslices.`,
+leases, list on its pods and events; list on nodes, nodemetrics, webhook
+configurations and endpointslices.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
