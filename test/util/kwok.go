@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -63,8 +64,9 @@ type NodeOptions struct {
 	// Capacity is each node's capacity and allocatable. Default 32 CPU,
 	// 128Gi memory, 110 pods.
 	Capacity corev1.ResourceList
-	// Labels added to each node (besides kubernetes.io/hostname and
-	// LabelFakeNode).
+	// Labels added to each node (besides kubernetes.io/hostname,
+	// kubernetes.io/os=linux, kubernetes.io/arch and LabelFakeNode; a
+	// label given here replaces those).
 	Labels map[string]string
 	// Annotations added to each node.
 	Annotations map[string]string
@@ -120,10 +122,13 @@ func (c *Cluster) CreateNodes(t testing.TB, prefix string, n int, opts NodeOptio
 }
 
 func (c *Cluster) createNode(ctx context.Context, name string, capacity corev1.ResourceList, opts NodeOptions) (*corev1.Node, error) {
+	// The labels kubelet puts on every node, besides the test's.
 	lbls := map[string]string{
-		corev1.LabelHostname: name,
-		LabelFakeNode:        "true",
-		"type":               "kwok",
+		corev1.LabelHostname:   name,
+		corev1.LabelOSStable:   "linux",
+		corev1.LabelArchStable: runtime.GOARCH,
+		LabelFakeNode:          "true",
+		"type":                 "kwok",
 	}
 	maps.Copy(lbls, opts.Labels)
 	ann := map[string]string{KWOKNodeAnnotation: KWOKNodeValue}
