@@ -63,9 +63,10 @@ verify: tools ## Fail if generated code is stale, code is not gofmt'ed, a licenc
 	hack/verify.sh
 
 # What the tests run: the control plane (and the stock kube-scheduler the
-# scheduler benchmark compares with), the real node's kubelet, kwok and
-# helm. The code generators and golangci-lint are for generate and verify.
-TEST_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kwok helm
+# scheduler benchmark compares with; the oldest supported kube-apiserver),
+# the real node's kubelet, kwok and helm. The code generators and
+# golangci-lint are for generate and verify.
+TEST_TOOLS := etcd kube-apiserver kube-apiserver-1.34 kube-controller-manager kube-scheduler kubectl kubelet kwok helm
 
 .PHONY: test-tools
 test-tools: ## Build only the tools the tests run (cached like the rest)

@@ -23,6 +23,7 @@ go_version=$(go env GOVERSION)
 declare -A module=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kube-apiserver]=k8s.io/kubernetes
+  [kube-apiserver-1.34]=k8s.io/kubernetes
   [kube-controller-manager]=k8s.io/kubernetes
   [kube-scheduler]=k8s.io/kubernetes
   [kubectl]=k8s.io/kubernetes
@@ -41,6 +42,7 @@ declare -A module=(
 declare -A package=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
+  [kube-apiserver-1.34]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
@@ -57,12 +59,14 @@ declare -A package=(
   [golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 )
 # Tools whose dependencies must not meet the control plane's live in modules
-# of their own under hack/tools; the rest share hack/tools/go.mod.
+# of their own under hack/tools; the rest share hack/tools/go.mod. The
+# oldest supported kube-apiserver is another Kubernetes release.
 declare -A module_dir=(
   [helm]=helm
   [golangci-lint]=lint
+  [kube-apiserver-1.34]=apiserver-1.34
 )
-all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kwok controller-gen client-gen lister-gen informer-gen applyconfiguration-gen conversion-gen defaulter-gen helm golangci-lint)
+all=(etcd kube-apiserver kube-apiserver-1.34 kube-controller-manager kube-scheduler kubectl kubelet kwok controller-gen client-gen lister-gen informer-gen applyconfiguration-gen conversion-gen defaulter-gen helm golangci-lint)
 
 dir_of() { echo "$tools_dir${module_dir[$1]:+/${module_dir[$1]}}"; }
 mod_version() { (cd "$(dir_of "$1")" && go list -m -f '{{.Version}}' "${module[$1]}"); }

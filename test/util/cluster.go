@@ -72,7 +72,15 @@ type Options struct {
 	// CRDPaths are more CRD files or directories to install besides
 	// Waterline's (ServiceMonitorCRD, say).
 	CRDPaths []string
+	// APIServer is the kube-apiserver program of bin/ to run:
+	// "kube-apiserver" (the default, the release Waterline is built with)
+	// or OldestAPIServer.
+	APIServer string
 }
+
+// OldestAPIServer is the kube-apiserver of the oldest Kubernetes release
+// Waterline supports (hack/tools/apiserver-1.34).
+const OldestAPIServer = "kube-apiserver-1.34"
 
 // controller-runtime (envtest, the manager) logs through klog, as our
 // components do.
@@ -90,7 +98,11 @@ const DisabledAdmissionPlugins = "ServiceAccount,TaintNodesByCondition"
 func StartCluster(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	setLoggerOnce.Do(func() { ctrllog.SetLogger(klog.NewKlogr()) })
-	for _, tool := range []string{"etcd", "kube-apiserver", "kubectl"} {
+	apiServer := opts.APIServer
+	if apiServer == "" {
+		apiServer = "kube-apiserver"
+	}
+	for _, tool := range []string{"etcd", apiServer, "kubectl"} {
 		if _, err := toolPath(tool); err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +125,7 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 	if opts.Webhooks != nil {
 		env.WebhookInstallOptions = *opts.Webhooks
 	}
-	dieWithTest(t, env)
+	dieWithTest(t, env, apiServer)
 	apiserver := env.ControlPlane.GetAPIServer().Configure()
 	apiserver.Set("disable-admission-plugins", DisabledAdmissionPlugins)
 	for k, v := range opts.APIServerFlags {
@@ -156,11 +168,12 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 // directories. setpriv (util-linux) sets the signal and execs the real
 // binary in place, so envtest still signals the process it started. Without
 // setpriv the binaries are started directly, as before.
-func dieWithTest(t testing.TB, env *envtest.Environment) {
+func dieWithTest(t testing.TB, env *envtest.Environment, apiServer string) {
 	t.Helper()
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
 		t.Logf("setpriv not found (%v): etcd and kube-apiserver will outlive a killed test binary", err)
+		env.ControlPlane.APIServer = &envtest.APIServer{Path: filepath.Join(BinDir(), apiServer)}
 		return
 	}
 	dir := t.TempDir()
@@ -173,7 +186,7 @@ func dieWithTest(t testing.TB, env *envtest.Environment) {
 		return w
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: wrap("etcd")}
-	env.ControlPlane.APIServer = &envtest.APIServer{Path: wrap("kube-apiserver")}
+	env.ControlPlane.APIServer = &envtest.APIServer{Path: wrap(apiServer)}
 }
 
 // shellQuote quotes s for sh: a checkout's path may hold spaces or quotes.
