@@ -295,7 +295,7 @@ func checkAgents(s *Snapshot, expected bool) Check {
 // LoadAware reads it as no NodeMetric, and node QoS does not run there.
 func checkNodeMetrics(s *Snapshot, o Options) Check {
 	c := Check{Name: "NodeMetrics"}
-	var stale, silent, missing []string
+	var stale, silent, missing, ahead []string
 	fresh, counted, agentless := 0, 0, 0
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
@@ -312,9 +312,16 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 		case !reported:
 			silent = append(silent, n.Name+": never reported")
 		case expired(nm, o):
-			stale = append(stale, fmt.Sprintf("%s: last report %s ago", n.Name, o.Now.Sub(nm.Status.UpdateTime.Time).Round(time.Second)))
+			line := fmt.Sprintf("%s: last report %s ago", n.Name, o.Now.Sub(nm.Status.UpdateTime.Time).Round(time.Second))
+			if skew, written, ok := clockSkew(nm); ok && skew < 0 {
+				line += fmt.Sprintf(" by the node's clock, %s ago by the API server's (the node's clock %s behind, or a write that slow)", o.Now.Sub(written).Round(time.Second), (-skew).Round(time.Second))
+			}
+			stale = append(stale, line)
 		default:
 			fresh++
+			if skew, _, ok := clockSkew(nm); ok && skew > 0 {
+				ahead = append(ahead, fmt.Sprintf("%s: clock %s ahead of the API server's", n.Name, skew.Round(time.Second)))
+			}
 		}
 	}
 	c.Message = fmt.Sprintf("%d of %d nodes report fresh metrics", fresh, counted)
@@ -330,13 +337,48 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 		c.Message += fmt.Sprintf("; %d never reported by the node's agent", len(silent))
 	}
 	c.Details = append(stale, silent...)
-	if len(missing) > 0 && c.Status == OK {
-		c.Status = Warning
-		c.Message += fmt.Sprintf("; %d without a NodeMetric (the manager has not made it yet)", len(missing))
-		c.Details = missing
+	if c.Status == OK {
+		if len(missing) > 0 {
+			c.Status = Warning
+			c.Message += fmt.Sprintf("; %d without a NodeMetric (the manager has not made it yet)", len(missing))
+			c.Details = append(c.Details, missing...)
+		}
+		if len(ahead) > 0 {
+			// LoadAware reads the node's time: were the agent to stop,
+			// its last report would look fresh that much longer.
+			c.Status = Warning
+			c.Message += fmt.Sprintf("; %d with a clock ahead, whose reports LoadAware would take for fresh after their agent stopped", len(ahead))
+			c.Details = append(c.Details, ahead...)
+		}
 	}
 	c.Details = c.Details[:min(len(c.Details), maxDetails)]
 	return c
+}
+
+// maxClockSkew is how far a NodeMetric's updateTime, the agent's clock
+// when it made the report, may differ from when the API server stored it
+// before the check calls the node's clock off: the report's own delay is
+// well under it, and a clock within it moves LoadAware's 180 s expiry by
+// a sixth at most.
+const maxClockSkew = 30 * time.Second
+
+// clockSkew is how far the node's clock was ahead of the API server's
+// (negative: behind) when its agent last reported, beyond maxClockSkew;
+// ok is false within it, or when the object does not say when its status
+// was written. The API server stamps each managedFields entry with its own
+// time when the entry's manager changes a field, as every report changes
+// status.updateTime; both have one-second precision.
+func clockSkew(nm *v1alpha1.NodeMetric) (skew time.Duration, written time.Time, ok bool) {
+	for _, mf := range nm.ManagedFields {
+		if mf.Subresource == "status" && mf.Time != nil && mf.Time.After(written) {
+			written = mf.Time.Time
+		}
+	}
+	if written.IsZero() || nm.Status.UpdateTime == nil {
+		return 0, written, false
+	}
+	skew = nm.Status.UpdateTime.Sub(written)
+	return skew, written, skew > maxClockSkew || skew < -maxClockSkew
 }
 
 // expired is LoadAware's verdict on a NodeMetric (nodeload.Config.Expired:

@@ -241,10 +241,20 @@ func TestCheck(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, check, saying string
+		args                []string
 		breakIt, fix        func()
 	}{
 		{
-			name: "a node stops reporting", check: "NodeMetrics", saying: "1 older than 3m0s",
+			// The reports were written seconds ago: older than a 2 s
+			// expiry, by the API server's clock too.
+			name: "the nodes stop reporting", check: "NodeMetrics", saying: "2 older than 2s", args: []string{"--stale-after=2s"},
+			breakIt: func() { time.Sleep(3 * time.Second) },
+		},
+		{
+			// The API server stores a report now that the node's clock
+			// says was made 10 minutes ago.
+			name: "a node's clock is behind", check: "NodeMetrics",
+			saying:  "ago by the API server's (the node's clock 10m",
 			breakIt: func() { report("node-b", time.Now().Add(-10*time.Minute)) },
 			fix:     func() { report("node-b", time.Now()) },
 		},
@@ -277,7 +287,7 @@ func TestCheck(t *testing.T) {
 		},
 	} {
 		tc.breakIt()
-		out, ok := run()
+		out, ok := run(tc.args...)
 		if ok {
 			t.Errorf("%s: waterline check passed:\n%s", tc.name, out)
 		}
