@@ -295,7 +295,7 @@ func checkAgents(s *Snapshot, expected bool) Check {
 // LoadAware reads it as no NodeMetric, and node QoS does not run there.
 func checkNodeMetrics(s *Snapshot, o Options) Check {
 	c := Check{Name: "NodeMetrics"}
-	var stale, silent, missing, ahead []string
+	var stale, silent, missing, skewed []string
 	fresh, counted, agentless := 0, 0, 0
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
@@ -309,19 +309,27 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 		switch {
 		case !ok:
 			missing = append(missing, n.Name)
+			continue
 		case !reported:
 			silent = append(silent, n.Name+": never reported")
-		case expired(nm, o):
-			line := fmt.Sprintf("%s: last report %s ago", n.Name, o.Now.Sub(nm.Status.UpdateTime.Time).Round(time.Second))
-			if skew, written, ok := clockSkew(nm); ok && skew < 0 {
-				line += fmt.Sprintf(" by the node's clock, %s ago by the API server's (the node's clock %s behind, or a write that slow)", o.Now.Sub(written).Round(time.Second), (-skew).Round(time.Second))
+			continue
+		}
+		written, known := statusWritten(nm)
+		if expired(nm, o) {
+			last := nm.Status.UpdateTime.Time
+			if known {
+				last = written
 			}
-			stale = append(stale, line)
-		default:
+			stale = append(stale, fmt.Sprintf("%s: last report %s ago", n.Name, o.Now.Sub(last).Round(time.Second)))
+		} else {
 			fresh++
-			if skew, _, ok := clockSkew(nm); ok && skew > 0 {
-				ahead = append(ahead, fmt.Sprintf("%s: clock %s ahead of the API server's", n.Name, skew.Round(time.Second)))
+		}
+		if skew := nm.Status.UpdateTime.Sub(written); known && (skew > maxClockSkew || skew < -maxClockSkew) {
+			way := "ahead of"
+			if skew < 0 {
+				skew, way = -skew, "behind"
 			}
+			skewed = append(skewed, fmt.Sprintf("%s: clock %s %s the API server's", n.Name, skew.Round(time.Second), way))
 		}
 	}
 	c.Message = fmt.Sprintf("%d of %d nodes report fresh metrics", fresh, counted)
@@ -337,19 +345,17 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 		c.Message += fmt.Sprintf("; %d never reported by the node's agent", len(silent))
 	}
 	c.Details = append(stale, silent...)
-	if c.Status == OK {
-		if len(missing) > 0 {
-			c.Status = Warning
-			c.Message += fmt.Sprintf("; %d without a NodeMetric (the manager has not made it yet)", len(missing))
-			c.Details = append(c.Details, missing...)
-		}
-		if len(ahead) > 0 {
-			// LoadAware reads the node's time: were the agent to stop,
-			// its last report would look fresh that much longer.
-			c.Status = Warning
-			c.Message += fmt.Sprintf("; %d with a clock ahead, whose reports LoadAware would take for fresh after their agent stopped", len(ahead))
-			c.Details = append(c.Details, ahead...)
-		}
+	if len(missing) > 0 {
+		c.Status = max(c.Status, Warning)
+		c.Message += fmt.Sprintf("; %d without a NodeMetric (the manager has not made it yet)", len(missing))
+		c.Details = append(c.Details, missing...)
+	}
+	if len(skewed) > 0 {
+		// LoadAware ages reports by when it sees them, but dates the
+		// pods scheduled since a report against its updateTime.
+		c.Status = max(c.Status, Warning)
+		c.Message += fmt.Sprintf("; %d with a clock more than %s off the API server's, which skews LoadAware's estimates of the pods scheduled since their reports", len(skewed), maxClockSkew)
+		c.Details = append(c.Details, skewed...)
 	}
 	c.Details = c.Details[:min(len(c.Details), maxDetails)]
 	return c
@@ -357,36 +363,36 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 
 // maxClockSkew is how far a NodeMetric's updateTime, the agent's clock
 // when it made the report, may differ from when the API server stored it
-// before the check calls the node's clock off: the report's own delay is
-// well under it, and a clock within it moves LoadAware's 180 s expiry by
-// a sixth at most.
+// before the check calls the node's clock off: well over a report's own
+// delay.
 const maxClockSkew = 30 * time.Second
 
-// clockSkew is how far the node's clock was ahead of the API server's
-// (negative: behind) when its agent last reported, beyond maxClockSkew;
-// ok is false within it, or when the object does not say when its status
-// was written. The API server stamps each managedFields entry with its own
+// statusWritten is when the API server last stored the NodeMetric's
+// status, by its own clock: it stamps each managedFields entry with its
 // time when the entry's manager changes a field, as every report changes
-// status.updateTime; both have one-second precision.
-func clockSkew(nm *v1alpha1.NodeMetric) (skew time.Duration, written time.Time, ok bool) {
+// status.updateTime. ok is false when the object does not say.
+func statusWritten(nm *v1alpha1.NodeMetric) (written time.Time, ok bool) {
 	for _, mf := range nm.ManagedFields {
 		if mf.Subresource == "status" && mf.Time != nil && mf.Time.After(written) {
 			written = mf.Time.Time
 		}
 	}
-	if written.IsZero() || nm.Status.UpdateTime == nil {
-		return 0, written, false
-	}
-	skew = nm.Status.UpdateTime.Sub(written)
-	return skew, written, skew > maxClockSkew || skew < -maxClockSkew
+	return written, !written.IsZero()
 }
 
-// expired is LoadAware's verdict on a NodeMetric (nodeload.Config.Expired:
-// never reported, or o.StaleAfter or more since the last report), with
-// o.StaleAfter as its nodeMetricExpirationSeconds.
+// expired is LoadAware's verdict on a NodeMetric, with o.StaleAfter as
+// its nodeMetricExpirationSeconds: never reported, or reported that long
+// ago. LoadAware ages each report from when it saw it arrive
+// (nodeload.Config.Observe), which is about when the API server stored it;
+// without that time, from its updateTime, as LoadAware does with a report
+// it lists at start.
 func expired(nm *v1alpha1.NodeMetric, o Options) bool {
 	c := nodeload.Config{MetricExpiration: o.StaleAfter}
-	return c.Expired(c.NewMetric(nm), o.Now)
+	m := c.NewMetric(nm)
+	if written, known := statusWritten(nm); known {
+		c.Observe(c.NewMetric(&v1alpha1.NodeMetric{}), m, written)
+	}
+	return c.Expired(m, o.Now)
 }
 
 // checkTierResources: a node whose agent reports should carry the Mid and

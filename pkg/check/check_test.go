@@ -135,19 +135,19 @@ func TestEvaluate(t *testing.T) {
 			delete(s.AgentNodes, "node-b")
 			s.NodeMetrics["node-b"].Status.UpdateTime = &metav1.Time{Time: now.Add(-12 * time.Minute)}
 		}, check: "NodeMetrics", want: Failure, saying: "node-b: last report 12m0s ago"},
-		{name: "node clock behind", mutate: func(s *Snapshot) {
+		{name: "node clock behind, reporting", mutate: func(s *Snapshot) {
 			nm := s.NodeMetrics["node-b"]
 			nm.Status.UpdateTime = &metav1.Time{Time: now.Add(-4 * time.Minute)}
 			nm.ManagedFields = []metav1.ManagedFieldsEntry{
 				{Manager: "waterline-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: now.Add(-time.Hour)}},
 				{Manager: "waterline-agent", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: now.Add(-20 * time.Second)}},
 			}
-		}, check: "NodeMetrics", want: Failure, saying: "node-b: last report 4m0s ago by the node's clock, 20s ago by the API server's (the node's clock 3m40s behind"},
-		{name: "node clock ahead", mutate: func(s *Snapshot) {
+		}, check: "NodeMetrics", want: Warning, saying: "2 of 2 nodes report fresh metrics; 1 with a clock more than 30s off the API server's, which skews LoadAware's estimates of the pods scheduled since their reports node-b: clock 3m40s behind the API server's"},
+		{name: "node clock ahead, stopped reporting", mutate: func(s *Snapshot) {
 			nm := s.NodeMetrics["node-b"]
-			nm.Status.UpdateTime = &metav1.Time{Time: now.Add(2 * time.Minute)}
-			nm.ManagedFields = []metav1.ManagedFieldsEntry{{Subresource: "status", Time: &metav1.Time{Time: now.Add(-10 * time.Second)}}}
-		}, check: "NodeMetrics", want: Warning, saying: "node-b: clock 2m10s ahead of the API server's"},
+			nm.Status.UpdateTime = &metav1.Time{Time: now.Add(time.Minute)}
+			nm.ManagedFields = []metav1.ManagedFieldsEntry{{Subresource: "status", Time: &metav1.Time{Time: now.Add(-4 * time.Minute)}}}
+		}, check: "NodeMetrics", want: Failure, saying: "node-b: last report 4m0s ago node-b: clock 5m0s ahead of the API server's"},
 		{name: "node clock within the tolerance", mutate: func(s *Snapshot) {
 			nm := s.NodeMetrics["node-b"]
 			nm.ManagedFields = []metav1.ManagedFieldsEntry{{Subresource: "status", Time: &metav1.Time{Time: now.Add(-55 * time.Second)}}}

@@ -33,7 +33,8 @@ import (
 // treats a NodeMetric never reported as no NodeMetric. And when an operator
 // deletes the stale NodeMetrics of nodes whose agents are gone, the pods
 // LoadAware refused there go at once, not after the scheduler's periodic
-// flush of unschedulable pods (five minutes).
+// flush of unschedulable pods (five minutes). And a node whose clock is
+// behind is not refused while its agent reports.
 func TestLoadAwareWithoutAgents(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
@@ -87,5 +88,27 @@ func TestLoadAwareWithoutAgents(t *testing.T) {
 			return p.Spec.NodeName == stale, nil
 		}, "waiting for to-stale to be bound to %s after its NodeMetric was deleted (the periodic flush comes only after 5 minutes)", stale)
 		t.Logf("to-stale bound %s after the deletion", time.Since(start).Round(10*time.Millisecond))
+	})
+
+	// An agent whose node's clock is 5 minutes behind reports on time:
+	// LoadAware ages each report from when it sees it, so the node is
+	// not refused as expired (by its updateTime it would be).
+	t.Run("a node whose clock is behind is not refused while it reports", func(t *testing.T) {
+		skewed := c.CreateNodes(t, "skewed", 1, testutil.NodeOptions{})[0].Name
+		nm, err := metrics.Create(ctx, &v1alpha1.NodeMetric{ObjectMeta: metav1.ObjectMeta{Name: skewed}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		behind := metav1.NewTime(time.Now().Add(-5 * time.Minute))
+		nm.Status = v1alpha1.NodeMetricStatus{UpdateTime: &behind, NodeMetric: &v1alpha1.NodeMetricInfo{NodeUsage: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}}}
+		if _, err := metrics.UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		createLAPod(t, c, "to-skewed", testutil.SchedulerName, skewed, nil)
+		if got := waitBound(t, c, "to-skewed")["to-skewed"]; got != skewed {
+			t.Errorf("pod bound to %s, want %s", got, skewed)
+		}
 	})
 }

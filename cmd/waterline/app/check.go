@@ -50,8 +50,8 @@ waterline-manager and waterline-scheduler available, each with a leader
 renewing its lease; an agent ready on every node the waterline-agent
 DaemonSet covers (with the DaemonSet's last warning event when it could not
 create their pods); every node with an agent reporting, and no NodeMetric
-older than --stale-after (LoadAware refuses a node with an older one), with
-the node's clock against the API server's, which LoadAware relies on; the
+older than --stale-after (LoadAware refuses a node with an older one), and
+each node's clock against the API server's; the
 Mid and Batch tier resources on the nodes that report; every Waterline
 admission webhook with a CA bundle and a ready endpoint. Prints a line per
 check and exits non-zero when one fails. The chart's "helm test" runs it.

@@ -149,6 +149,38 @@ func (c *Config) SetUpdateTime(m *Metric, t time.Time) {
 	m.expiresAt = unixNanoSat(t.Add(c.MetricExpiration))
 }
 
+// Observe ages m, the node's NodeMetric as a reader with its own clock
+// just received it, from when that reader saw each report rather than
+// from status.updateTime, which is the node's clock: a node whose clock
+// is minutes behind would otherwise be refused while its agent reports
+// on time, and one ahead would outlive its agent. kube-controller-manager
+// ages node leases the same way, from when it saw each renewal. prev is
+// what the reader held for the node before (nil: nothing). A new report
+// -- updateTime changed since prev -- was written about now, and m
+// expires MetricExpiration after now. The same report again (a spec
+// change, a resync) keeps prev's expiry. A report the reader had not
+// seen the node before with (its first list of the cluster) can only be
+// aged by updateTime, which then counts no later than now. A NodeMetric
+// never reported stays expired.
+func (c *Config) Observe(prev, m *Metric, now time.Time) {
+	switch {
+	case m.UpdateTime.IsZero():
+	case prev != nil && prev.UpdateTime.Equal(m.UpdateTime):
+		m.expiresAt = prev.expiresAt
+	case prev != nil:
+		m.expiresAt = unixNanoSat(now.Add(c.MetricExpiration))
+	default:
+		m.expiresAt = unixNanoSat(minTime(m.UpdateTime, now).Add(c.MetricExpiration))
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
 // Bounds of the times Unix nanoseconds hold (years 1678 and 2262).
 var (
 	minUnixNano = time.Unix(0, math.MinInt64)

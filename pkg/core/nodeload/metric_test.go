@@ -188,6 +188,48 @@ func TestMayAdmitMore(t *testing.T) {
 	}
 }
 
+// TestObserve: a reader that sees each report ages it from then, whatever
+// the node's clock said; a report first seen in a list is aged by its own
+// time, never from the future.
+func TestObserve(t *testing.T) {
+	c := mustConfig(t, defaultSpec()) // 180 s expiry
+	now := t0.Add(time.Hour)
+	metric := func(updated time.Time) *Metric { return c.NewMetric(makeMetric("n", updated).obj()) }
+	seen := func(updated, at time.Time) *Metric { // a new report, seen at at
+		m := metric(updated)
+		c.Observe(metric(updated.Add(-time.Minute)), m, at)
+		return m
+	}
+	tests := []struct {
+		name string
+		prev *Metric
+		cur  *Metric
+		// The metric is fresh just before expires and expired from it.
+		expires time.Time
+	}{
+		{"first seen, honest clock", nil, metric(now.Add(-30 * time.Second)), now.Add(150 * time.Second)},
+		{"first seen, clock 10 min ahead", nil, metric(now.Add(10 * time.Minute)), now.Add(180 * time.Second)},
+		{"first seen, clock 5 min behind", nil, metric(now.Add(-5 * time.Minute)), now.Add(-2 * time.Minute)},
+		{"new report, clock 5 min behind", seen(now.Add(-6*time.Minute), now.Add(-time.Minute)), metric(now.Add(-5 * time.Minute)), now.Add(180 * time.Second)},
+		{"new report, clock 10 min ahead", seen(now.Add(9*time.Minute), now.Add(-time.Minute)), metric(now.Add(10 * time.Minute)), now.Add(180 * time.Second)},
+		{"first report of a NodeMetric seen unreported", c.NewMetric(&v1alpha1.NodeMetric{}), metric(now.Add(-5 * time.Minute)), now.Add(180 * time.Second)},
+		{"the same report again", seen(now.Add(-5*time.Minute), now.Add(-time.Minute)), metric(now.Add(-5 * time.Minute)), now.Add(2 * time.Minute)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.Observe(tc.prev, tc.cur, now)
+			if c.Expired(tc.cur, tc.expires.Add(-time.Nanosecond)) || !c.Expired(tc.cur, tc.expires) {
+				t.Errorf("expires at %v, want %v", time.Unix(0, tc.cur.expiresAt).UTC(), tc.expires.UTC())
+			}
+		})
+	}
+	never := c.NewMetric(&v1alpha1.NodeMetric{})
+	c.Observe(metric(now), never, now)
+	if !c.Expired(never, now) {
+		t.Error("a NodeMetric never reported is not expired after Observe")
+	}
+}
+
 // TestSetUpdateTime: a metric refreshed in place expires exactly as one
 // converted from a NodeMetric reported at that time.
 func TestSetUpdateTime(t *testing.T) {

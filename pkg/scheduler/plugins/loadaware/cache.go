@@ -339,6 +339,17 @@ func (ns *nodeState) publishLocked(v *nodeView) {
 	}
 }
 
+// metricOf is the NodeMetric recorded for node name; nil if none.
+func (c *nodeCache) metricOf(name string) *nodeload.Metric {
+	ns := c.get(name)
+	if ns == nil {
+		return nil
+	}
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	return ns.metric
+}
+
 // setMetric records a node's NodeMetric, or its deletion when m is nil,
 // and returns the one it replaced. The plugin's
 // informer is the only writer and delivers a NodeMetric's versions in the

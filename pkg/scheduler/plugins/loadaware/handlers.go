@@ -89,7 +89,8 @@ func (pl *LoadAware) scheduledAt(pod *corev1.Pod) time.Time {
 	return pl.clock.Now()
 }
 
-// metricHandler converts each NodeMetric once, when it arrives, and wakes
+// metricHandler converts each NodeMetric once, when it arrives (aging it
+// from then: nodeload.Config.Observe), and wakes
 // the activation of refused pods when the change may admit more
 // (core.Config.MayAdmitMore, less excess of the pods estimated on the
 // node, or a deletion).
@@ -100,6 +101,11 @@ func (pl *LoadAware) metricHandler(logger klog.Logger) cache.ResourceEventHandle
 			return
 		}
 		m := pl.cfg.NewMetric(nm)
+		// Aged from when this scheduler saw each report, not by the
+		// node's clock (nodeload.Config.Observe). This handler is the
+		// only writer of the node's metric, so what it reads here is
+		// what setMetric replaces.
+		pl.cfg.Observe(pl.cache.metricOf(nm.Name), m, pl.clock.Now())
 		prev := pl.cache.setMetric(nm.Name, m)
 		logger.V(5).Info("NodeMetric updated", "node", klog.KRef("", nm.Name))
 		// A report that lowers neither usage nor the excess of the pods

@@ -325,6 +325,9 @@ func TestAssignedPodsLeaveNoGhostLoad(t *testing.T) {
 	// the averaging window (300 s) before: its 3 cores are inside the 10
 	// cores of node usage, nothing is added: 10 + 1.7 = 11.7 / 16 = 73 %
 	// fits (counted twice it would be 10 + 3.4 + 1.7 = 94 %).
+	// The scheduler sees the report as it is written (it ages reports
+	// from then).
+	e.clock.SetTime(t0.Add(6 * time.Minute))
 	reported := metric("n", t0.Add(6*time.Minute)).usage("10", "8Gi").pod("ns", "big", extension.BandProd, "3", "1Gi").obj()
 	if _, err := e.wlClient.WaterlineV1alpha1().NodeMetrics().Update(ctx, reported, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -405,6 +408,36 @@ func TestNodeMetricAfterAgentClockStepsBack(t *testing.T) {
 	e.eventually("the corrected NodeMetric", func() bool { return e.metricSeen("n", t0.Add(5*time.Second)) })
 	if s := e.filter(pod("p", "1", "1Gi").Obj(), "n"); s.Code() != fwk.UnschedulableAndUnresolvable {
 		t.Errorf("node at 94 %% cpu by its latest report: %v, want refused", s)
+	}
+}
+
+// TestNodeMetricAgedByTheSchedulersClock: the agent of node n runs a clock
+// five minutes behind. The NodeMetric the scheduler lists at start is
+// judged by its own updateTime (expired: nothing else tells its age), but
+// every report the scheduler then sees arrive is fresh from then, for the
+// expiry, whatever its updateTime: the node is not refused while its agent
+// reports on time, and is once it stops.
+func TestNodeMetricAgedByTheSchedulersClock(t *testing.T) {
+	behind := -5 * time.Minute
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil, metric("n", t0.Add(behind)).usage("1", "1Gi").obj())
+	p := pod("p", "1", "1Gi").Obj()
+	if s := e.filter(p, "n"); s.Code() != fwk.UnschedulableAndUnresolvable || s.Reasons()[0] != ReasonNodeMetricExpired {
+		t.Errorf("the listed report, 5 min old by its updateTime: %v, want refused as expired", s)
+	}
+	now := t0.Add(time.Minute)
+	e.clock.SetTime(now)
+	e.updateMetric(metric("n", now.Add(behind)).usage("1", "1Gi").obj())
+	e.eventually("the next report", func() bool { return e.metricSeen("n", now.Add(behind)) })
+	if s := e.filter(p, "n"); !s.IsSuccess() {
+		t.Errorf("a report just seen, stamped 5 min ago by the node's clock: %v, want a fit", s)
+	}
+	e.clock.SetTime(now.Add(179 * time.Second))
+	if s := e.filter(p, "n"); !s.IsSuccess() {
+		t.Errorf("179 s after the scheduler saw the report: %v, want a fit", s)
+	}
+	e.clock.SetTime(now.Add(180 * time.Second))
+	if s := e.filter(p, "n"); s.Code() != fwk.UnschedulableAndUnresolvable || s.Reasons()[0] != ReasonNodeMetricExpired {
+		t.Errorf("180 s after the scheduler saw the report: %v, want refused as expired", s)
 	}
 }
 
