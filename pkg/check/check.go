@@ -324,7 +324,7 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 		} else {
 			fresh++
 		}
-		if skew := nm.Status.UpdateTime.Sub(written); known && (skew > maxClockSkew || skew < -maxClockSkew) {
+		if skew := nm.Status.UpdateTime.Sub(written); known && (skew > nodeload.MaxClockSkew || skew < -nodeload.MaxClockSkew) {
 			way := "ahead of"
 			if skew < 0 {
 				skew, way = -skew, "behind"
@@ -351,21 +351,16 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 		c.Details = append(c.Details, missing...)
 	}
 	if len(skewed) > 0 {
-		// LoadAware ages reports by when it sees them, but dates the
-		// pods scheduled since a report against its updateTime.
+		// LoadAware times the reports it sees arrive by then
+		// (nodeload.Config.Observe), but the ones it lists when it
+		// starts by their updateTime.
 		c.Status = max(c.Status, Warning)
-		c.Message += fmt.Sprintf("; %d with a clock more than %s off the API server's, which skews LoadAware's estimates of the pods scheduled since their reports", len(skewed), maxClockSkew)
+		c.Message += fmt.Sprintf("; %d with a clock more than %s off the API server's (after a scheduler restart LoadAware goes by it until their next report)", len(skewed), nodeload.MaxClockSkew)
 		c.Details = append(c.Details, skewed...)
 	}
 	c.Details = c.Details[:min(len(c.Details), maxDetails)]
 	return c
 }
-
-// maxClockSkew is how far a NodeMetric's updateTime, the agent's clock
-// when it made the report, may differ from when the API server stored it
-// before the check calls the node's clock off: well over a report's own
-// delay.
-const maxClockSkew = 30 * time.Second
 
 // statusWritten is when the API server last stored the NodeMetric's
 // status, by its own clock: it stamps each managedFields entry with its

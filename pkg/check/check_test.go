@@ -142,7 +142,7 @@ func TestEvaluate(t *testing.T) {
 				{Manager: "waterline-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: now.Add(-time.Hour)}},
 				{Manager: "waterline-agent", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: now.Add(-20 * time.Second)}},
 			}
-		}, check: "NodeMetrics", want: Warning, saying: "2 of 2 nodes report fresh metrics; 1 with a clock more than 30s off the API server's, which skews LoadAware's estimates of the pods scheduled since their reports node-b: clock 3m40s behind the API server's"},
+		}, check: "NodeMetrics", want: Warning, saying: "2 of 2 nodes report fresh metrics; 1 with a clock more than 30s off the API server's (after a scheduler restart LoadAware goes by it until their next report) node-b: clock 3m40s behind the API server's"},
 		{name: "node clock ahead, stopped reporting", mutate: func(s *Snapshot) {
 			nm := s.NodeMetrics["node-b"]
 			nm.Status.UpdateTime = &metav1.Time{Time: now.Add(time.Minute)}

@@ -85,7 +85,7 @@ func (p *AssignedPod) needsEstimate(m *Metric, r PodReport, now time.Time) (need
 	if !r.Reported {
 		return true, time.Time{}
 	}
-	return m.UpdateTime.Add(-m.averagingWindow()).Before(p.ScheduledAt), time.Time{}
+	return m.dated.Add(-m.averagingWindow()).Before(p.ScheduledAt), time.Time{}
 }
 
 // averagingWindow is the averaging window of the metric's usage: the longer of the
@@ -97,7 +97,7 @@ func (m *Metric) averagingWindow() time.Duration { return max(m.AggregateWindow,
 // ran in before the report, in [0, 10000].
 func (p *AssignedPod) reflectedPerTenThousand(m *Metric) int64 {
 	w := m.averagingWindow()
-	ran := m.UpdateTime.Sub(p.ScheduledAt)
+	ran := m.dated.Sub(p.ScheduledAt)
 	switch {
 	case ran <= 0:
 		return 0

@@ -32,8 +32,14 @@ import (
 // Metric is the part of a NodeMetric the decisions read, as vectors. Build
 // it once per NodeMetric version (NewMetric) and share it read-only.
 type Metric struct {
-	// UpdateTime is when the agent last reported; zero if it never did.
+	// UpdateTime is when the agent last reported, status.updateTime (the
+	// node's clock); zero if it never did.
 	UpdateTime time.Time
+	// dated is when estimation takes the report to have been made: its
+	// UpdateTime, or, for a reader that saw it arrive from a node whose
+	// clock is off by more than MaxClockSkew, when the reader saw it
+	// (Observe).
+	dated time.Time
 	// expiresAt is when, in Unix nanoseconds, the metric expires under the
 	// Config that built it; 0 if it never reported. Kept as an integer
 	// because Filter and Score compare it for every node.
@@ -90,7 +96,7 @@ func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 	}
 	st := &nm.Status
 	if st.UpdateTime != nil {
-		m.UpdateTime = st.UpdateTime.Time
+		m.UpdateTime, m.dated = st.UpdateTime.Time, st.UpdateTime.Time
 		m.expiresAt = unixNanoSat(m.UpdateTime.Add(c.MetricExpiration))
 	}
 	if info := st.NodeMetric; info != nil {
@@ -145,31 +151,46 @@ func (c *Config) SetPredictedNodeUsage(m *Metric) {
 // and refreshes it in place at each report (the simulator) instead of
 // converting a NodeMetric every time.
 func (c *Config) SetUpdateTime(m *Metric, t time.Time) {
-	m.UpdateTime = t
+	m.UpdateTime, m.dated = t, t
 	m.expiresAt = unixNanoSat(t.Add(c.MetricExpiration))
 }
 
-// Observe ages m, the node's NodeMetric as a reader with its own clock
-// just received it, from when that reader saw each report rather than
-// from status.updateTime, which is the node's clock: a node whose clock
-// is minutes behind would otherwise be refused while its agent reports
-// on time, and one ahead would outlive its agent. kube-controller-manager
-// ages node leases the same way, from when it saw each renewal. prev is
-// what the reader held for the node before (nil: nothing). A new report
-// -- updateTime changed since prev -- was written about now, and m
-// expires MetricExpiration after now. The same report again (a spec
-// change, a resync) keeps prev's expiry. A report the reader had not
-// seen the node before with (its first list of the cluster) can only be
-// aged by updateTime, which then counts no later than now. A NodeMetric
-// never reported stays expired.
+// MaxClockSkew is how far a report's updateTime may be from when a reader
+// saw it arrive before Observe takes the node's clock to be off: well
+// over the delay of a report on its way.
+const MaxClockSkew = 30 * time.Second
+
+// Observe times m, the node's NodeMetric as a reader with its own clock
+// just received it, by when that reader saw each report rather than by
+// status.updateTime, which is the node's clock: a node whose clock is
+// minutes behind would otherwise be refused while its agent reports on
+// time, one ahead would outlive its agent, and the pods scheduled since a
+// report would be estimated against the wrong time. kube-controller-
+// manager ages node leases the same way, from when it saw each renewal.
+// prev is what the reader held for the node before (nil: nothing).
+//
+// A new report -- updateTime changed since prev -- was written about now:
+// m expires MetricExpiration after now, and is dated now for estimation
+// if its updateTime is more than MaxClockSkew off (within it, by its
+// updateTime, as a reader without Observe dates it). The same report
+// again (a spec change, a resync) keeps prev's times. A report the reader
+// had not seen the node before with (its first list of the cluster) can
+// only be timed by its updateTime, taken as no later than now. A
+// NodeMetric never reported stays expired.
 func (c *Config) Observe(prev, m *Metric, now time.Time) {
 	switch {
 	case m.UpdateTime.IsZero():
 	case prev != nil && prev.UpdateTime.Equal(m.UpdateTime):
-		m.expiresAt = prev.expiresAt
+		m.dated, m.expiresAt = prev.dated, prev.expiresAt
 	case prev != nil:
+		if d := m.UpdateTime.Sub(now); d > MaxClockSkew || d < -MaxClockSkew {
+			m.dated = now
+		}
 		m.expiresAt = unixNanoSat(now.Add(c.MetricExpiration))
 	default:
+		if m.UpdateTime.After(now.Add(MaxClockSkew)) {
+			m.dated = now
+		}
 		m.expiresAt = unixNanoSat(minTime(m.UpdateTime, now).Add(c.MetricExpiration))
 	}
 }

@@ -189,8 +189,9 @@ func TestMayAdmitMore(t *testing.T) {
 }
 
 // TestObserve: a reader that sees each report ages it from then, whatever
-// the node's clock said; a report first seen in a list is aged by its own
-// time, never from the future.
+// the node's clock said, and dates it then for estimation when the clock
+// is more than MaxClockSkew off; a report first seen in a list is timed by
+// its own updateTime, never from the future.
 func TestObserve(t *testing.T) {
 	c := mustConfig(t, defaultSpec()) // 180 s expiry
 	now := t0.Add(time.Hour)
@@ -204,22 +205,27 @@ func TestObserve(t *testing.T) {
 		name string
 		prev *Metric
 		cur  *Metric
-		// The metric is fresh just before expires and expired from it.
-		expires time.Time
+		// The metric is fresh just before expires and expired from it,
+		// and estimation dates it at dated.
+		expires, dated time.Time
 	}{
-		{"first seen, honest clock", nil, metric(now.Add(-30 * time.Second)), now.Add(150 * time.Second)},
-		{"first seen, clock 10 min ahead", nil, metric(now.Add(10 * time.Minute)), now.Add(180 * time.Second)},
-		{"first seen, clock 5 min behind", nil, metric(now.Add(-5 * time.Minute)), now.Add(-2 * time.Minute)},
-		{"new report, clock 5 min behind", seen(now.Add(-6*time.Minute), now.Add(-time.Minute)), metric(now.Add(-5 * time.Minute)), now.Add(180 * time.Second)},
-		{"new report, clock 10 min ahead", seen(now.Add(9*time.Minute), now.Add(-time.Minute)), metric(now.Add(10 * time.Minute)), now.Add(180 * time.Second)},
-		{"first report of a NodeMetric seen unreported", c.NewMetric(&v1alpha1.NodeMetric{}), metric(now.Add(-5 * time.Minute)), now.Add(180 * time.Second)},
-		{"the same report again", seen(now.Add(-5*time.Minute), now.Add(-time.Minute)), metric(now.Add(-5 * time.Minute)), now.Add(2 * time.Minute)},
+		{"first seen, honest clock", nil, metric(now.Add(-30 * time.Second)), now.Add(150 * time.Second), now.Add(-30 * time.Second)},
+		{"first seen, clock 10 min ahead", nil, metric(now.Add(10 * time.Minute)), now.Add(180 * time.Second), now},
+		{"first seen, clock 5 min behind", nil, metric(now.Add(-5 * time.Minute)), now.Add(-2 * time.Minute), now.Add(-5 * time.Minute)},
+		{"new report, honest clock", seen(now.Add(-50*time.Second), now.Add(-time.Minute)), metric(now.Add(-20 * time.Second)), now.Add(180 * time.Second), now.Add(-20 * time.Second)},
+		{"new report, clock 5 min behind", seen(now.Add(-6*time.Minute), now.Add(-time.Minute)), metric(now.Add(-5 * time.Minute)), now.Add(180 * time.Second), now},
+		{"new report, clock 10 min ahead", seen(now.Add(9*time.Minute), now.Add(-time.Minute)), metric(now.Add(10 * time.Minute)), now.Add(180 * time.Second), now},
+		{"first report of a NodeMetric seen unreported", c.NewMetric(&v1alpha1.NodeMetric{}), metric(now.Add(-5 * time.Minute)), now.Add(180 * time.Second), now},
+		{"the same report again", seen(now.Add(-5*time.Minute), now.Add(-time.Minute)), metric(now.Add(-5 * time.Minute)), now.Add(2 * time.Minute), now.Add(-time.Minute)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c.Observe(tc.prev, tc.cur, now)
 			if c.Expired(tc.cur, tc.expires.Add(-time.Nanosecond)) || !c.Expired(tc.cur, tc.expires) {
 				t.Errorf("expires at %v, want %v", time.Unix(0, tc.cur.expiresAt).UTC(), tc.expires.UTC())
+			}
+			if !tc.cur.dated.Equal(tc.dated) {
+				t.Errorf("dated %v, want %v", tc.cur.dated.UTC(), tc.dated.UTC())
 			}
 		})
 	}

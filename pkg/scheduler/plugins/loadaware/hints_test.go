@@ -134,20 +134,25 @@ func TestRefusedPodsActivatedWhenAnEstimateShrinks(t *testing.T) {
 	report := func(at time.Duration) *v1alpha1.NodeMetric {
 		return metric("n", t0.Add(at)).usage("9", "8Gi").pod("ns", "placed", extension.BandBatch, "300m", "256Mi").obj()
 	}
-	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, []*corev1.Pod{refused, placed}, report(time.Minute))
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, []*corev1.Pod{refused, placed}, report(20*time.Second))
 	e.eventually("the pending pod", func() bool { return e.pl.pending.len() == 1 })
 	want := []string{"ns/refused"}
+	// Each report arrives when it is stamped.
+	deliver := func(at time.Duration) {
+		e.clock.SetTime(t0.Add(at))
+		e.updateMetric(report(at))
+	}
 
-	// The same usage a minute later: the pod ran 110 of the 300 s, not 50.
-	e.updateMetric(report(2 * time.Minute))
+	// The same usage a bit later: the pod ran 110 of the 300 s, not 10.
+	deliver(2 * time.Minute)
 	e.eventually("the activation", func() bool { return cmp.Equal(want, e.activator.names()) })
 	// Past the window: the pod needs no estimate any more.
 	e.activator.reset()
-	e.updateMetric(report(7 * time.Minute))
+	deliver(7 * time.Minute)
 	e.eventually("the activation past the window", func() bool { return cmp.Equal(want, e.activator.names()) })
 	// Nothing left to give back: a report of the same usage admits nothing.
 	e.activator.reset()
-	e.updateMetric(report(8 * time.Minute))
+	deliver(8 * time.Minute)
 	e.eventually("the plugin's view", func() bool { return e.metricSeen("n", t0.Add(8*time.Minute)) })
 	if got := e.activator.names(); len(got) != 0 {
 		t.Errorf("activated %v after a report that admits nothing, want none", got)

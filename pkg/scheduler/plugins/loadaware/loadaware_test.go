@@ -441,6 +441,27 @@ func TestNodeMetricAgedByTheSchedulersClock(t *testing.T) {
 	}
 }
 
+// TestEstimateDatesSkewedReportsWhenSeen: node n's clock runs 10 minutes
+// ahead. A 4-core pod bound 10 s ago shows 0.3 cores in a report that
+// arrives now, stamped 10 minutes from now. Dated by its updateTime, the
+// report would cover the pod's whole averaging window and the pod's
+// estimate (3.4) would be dropped: 9 + 1.7 = 67 % for a 2-core pod, a fit
+// on a node about to carry 3 cores more. Dated when it arrived, the pod
+// ran 10 s of the 300 s: nearly all of its estimate still counts, 87 %,
+// refused.
+func TestEstimateDatesSkewedReportsWhenSeen(t *testing.T) {
+	placed := pod("placed", "4", "1Gi").Node("n").Condition(corev1.PodScheduled, corev1.ConditionTrue, "").Obj()
+	placed.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0)
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, []*corev1.Pod{placed}, metric("n", t0).usage("9", "8Gi").obj())
+	e.eventually("the placed pod counted", func() bool { _, ok := e.pl.cache.counted("n")[placed.UID]; return ok })
+	ahead := t0.Add(10*time.Second + 10*time.Minute) // the plugin's clock is at t0 + 10 s
+	e.updateMetric(metric("n", ahead).usage("9", "8Gi").pod("ns", "placed", extension.BandProd, "300m", "256Mi").obj())
+	e.eventually("the report from ahead", func() bool { return e.metricSeen("n", ahead) })
+	if s := e.filter(pod("incoming", "2", "1Gi").Obj(), "n"); s.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("a 2-core pod next to a 4-core pod bound 10 s ago: %v, want refused", s)
+	}
+}
+
 func TestForcedEstimationWindowEnds(t *testing.T) {
 	// A 4-core pod bound at t0 − 5m and reported at 3 cores: with a 10-minute
 	// window after scheduling, its estimate (3.4) stands in for its usage
