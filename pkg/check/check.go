@@ -26,6 +26,7 @@ limitations under the License.
 package check
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -362,13 +363,16 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 	return c
 }
 
-// statusWritten is when the API server last stored the NodeMetric's
-// status, by its own clock: it stamps each managedFields entry with its
-// time when the entry's manager changes a field, as every report changes
-// status.updateTime. ok is false when the object does not say.
+// statusWritten is when the API server last stored a report in the
+// NodeMetric's status, by its own clock: it stamps each managedFields
+// entry with its time when the entry's manager changes a field, and every
+// report changes status.updateTime, which the agent's entry owns (another
+// writer's status entry says nothing of the reports). ok is false when
+// the object does not say.
 func statusWritten(nm *v1alpha1.NodeMetric) (written time.Time, ok bool) {
 	for _, mf := range nm.ManagedFields {
-		if mf.Subresource == "status" && mf.Time != nil && mf.Time.After(written) {
+		if mf.Subresource == "status" && mf.Time != nil && mf.Time.After(written) &&
+			mf.FieldsV1 != nil && bytes.Contains(mf.FieldsV1.Raw, []byte(`"f:updateTime"`)) {
 			written = mf.Time.Time
 		}
 	}

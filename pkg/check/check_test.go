@@ -79,6 +79,10 @@ func healthy() *Snapshot {
 	return s
 }
 
+// reportFields are the fields an agent's report sets, as managedFields
+// record them.
+var reportFields = &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:nodeMetric":{},"f:updateTime":{}}}`)}
+
 var opts = Options{Now: now, Expect: []string{Manager, Scheduler, Agent}, ManagerLease: DefaultManagerLease, SchedulerLease: Scheduler, StaleAfter: 3 * time.Minute}
 
 func TestEvaluate(t *testing.T) {
@@ -140,17 +144,19 @@ func TestEvaluate(t *testing.T) {
 			nm.Status.UpdateTime = &metav1.Time{Time: now.Add(-4 * time.Minute)}
 			nm.ManagedFields = []metav1.ManagedFieldsEntry{
 				{Manager: "waterline-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: now.Add(-time.Hour)}},
-				{Manager: "waterline-agent", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: now.Add(-20 * time.Second)}},
+				{Manager: "waterline-agent", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: now.Add(-20 * time.Second)}, FieldsV1: reportFields},
+				// Another writer of the status, later: not a report.
+				{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: now}, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{}}}`)}},
 			}
 		}, check: "NodeMetrics", want: Warning, saying: "2 of 2 nodes report fresh metrics; 1 with a clock more than 30s off the API server's (after a scheduler restart LoadAware goes by it until their next report) node-b: clock 3m40s behind the API server's"},
 		{name: "node clock ahead, stopped reporting", mutate: func(s *Snapshot) {
 			nm := s.NodeMetrics["node-b"]
 			nm.Status.UpdateTime = &metav1.Time{Time: now.Add(time.Minute)}
-			nm.ManagedFields = []metav1.ManagedFieldsEntry{{Subresource: "status", Time: &metav1.Time{Time: now.Add(-4 * time.Minute)}}}
+			nm.ManagedFields = []metav1.ManagedFieldsEntry{{Subresource: "status", Time: &metav1.Time{Time: now.Add(-4 * time.Minute)}, FieldsV1: reportFields}}
 		}, check: "NodeMetrics", want: Failure, saying: "node-b: last report 4m0s ago node-b: clock 5m0s ahead of the API server's"},
 		{name: "node clock within the tolerance", mutate: func(s *Snapshot) {
 			nm := s.NodeMetrics["node-b"]
-			nm.ManagedFields = []metav1.ManagedFieldsEntry{{Subresource: "status", Time: &metav1.Time{Time: now.Add(-55 * time.Second)}}}
+			nm.ManagedFields = []metav1.ManagedFieldsEntry{{Subresource: "status", Time: &metav1.Time{Time: now.Add(-55 * time.Second)}, FieldsV1: reportFields}}
 		}, check: "NodeMetrics", want: OK, saying: "2 of 2 nodes report fresh metrics"},
 		{name: "no NodeMetric", mutate: func(s *Snapshot) { delete(s.NodeMetrics, "node-a") }, check: "NodeMetrics", want: Warning, saying: "node-a"},
 		{name: "tier resources not published", mutate: func(s *Snapshot) { s.Nodes[1].Status.Allocatable = nil }, check: "tier resources", want: Warning, saying: "node-b"},
