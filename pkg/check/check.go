@@ -26,7 +26,6 @@ limitations under the License.
 package check
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -372,7 +371,7 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 func statusWritten(nm *v1alpha1.NodeMetric) (written time.Time, ok bool) {
 	for _, mf := range nm.ManagedFields {
 		if mf.Subresource == "status" && mf.Time != nil && mf.Time.After(written) &&
-			mf.FieldsV1 != nil && bytes.Contains(mf.FieldsV1.Raw, []byte(`"f:updateTime"`)) {
+			strings.Contains(mf.FieldsV1.GetRawString(), `"f:updateTime"`) {
 			written = mf.Time.Time
 		}
 	}

@@ -81,7 +81,7 @@ func healthy() *Snapshot {
 
 // reportFields are the fields an agent's report sets, as managedFields
 // record them.
-var reportFields = &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:nodeMetric":{},"f:updateTime":{}}}`)}
+var reportFields = metav1.NewFieldsV1(`{"f:status":{".":{},"f:nodeMetric":{},"f:updateTime":{}}}`)
 
 var opts = Options{Now: now, Expect: []string{Manager, Scheduler, Agent}, ManagerLease: DefaultManagerLease, SchedulerLease: Scheduler, StaleAfter: 3 * time.Minute}
 
@@ -146,7 +146,7 @@ func TestEvaluate(t *testing.T) {
 				{Manager: "waterline-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: now.Add(-time.Hour)}},
 				{Manager: "waterline-agent", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: now.Add(-20 * time.Second)}, FieldsV1: reportFields},
 				// Another writer of the status, later: not a report.
-				{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: now}, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{}}}`)}},
+				{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: now}, FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{}}}`)},
 			}
 		}, check: "NodeMetrics", want: Warning, saying: "2 of 2 nodes report fresh metrics; 1 with a clock more than 30s off the API server's (after a scheduler restart LoadAware goes by it until their next report) node-b: clock 3m40s behind the API server's"},
 		{name: "node clock ahead, stopped reporting", mutate: func(s *Snapshot) {
