@@ -66,7 +66,9 @@ declare -A module_dir=(
   [golangci-lint]=lint
   [kube-apiserver-1.34]=apiserver-1.34
 )
-all=(etcd kube-apiserver kube-apiserver-1.34 kube-controller-manager kube-scheduler kubectl kubelet kwok controller-gen client-gen lister-gen informer-gen applyconfiguration-gen conversion-gen defaulter-gen helm golangci-lint)
+# all: what `make tools` builds when no tool is named. The oldest supported
+# kube-apiserver is only for its test: `make test` names it (TEST_TOOLS).
+all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kwok controller-gen client-gen lister-gen informer-gen applyconfiguration-gen conversion-gen defaulter-gen helm golangci-lint)
 
 dir_of() { echo "$tools_dir${module_dir[$1]:+/${module_dir[$1]}}"; }
 mod_version() { (cd "$(dir_of "$1")" && go list -m -f '{{.Version}}' "${module[$1]}"); }

@@ -58,7 +58,7 @@ func SharedTracesDir() string {
 func toolPath(name string) (string, error) {
 	p := filepath.Join(BinDir(), name)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s is missing: run `make tools` in %s first", p, RepoRoot())
+		return "", fmt.Errorf("%s is missing: run `make test-tools` in %s first", p, RepoRoot())
 	}
 	return p, nil
 }
