@@ -105,19 +105,7 @@ func TestChartOnAMixedCluster(t *testing.T) {
 	}, "waiting for the DaemonSet controller to be refused")
 	t.Logf("the DaemonSet controller: %s", refusal)
 
-	rendered := c.Helm(t, "get", "hooks", "waterline", "-n", ns)
-	var args []string
-	for _, o := range decodeManifest(t, rendered) {
-		if o.GetKind() == "Pod" && o.GetName() == "waterline-check" {
-			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "containers")
-			for _, a := range containers[0].(map[string]any)["args"].([]any) {
-				args = append(args, a.(string))
-			}
-		}
-	}
-	if len(args) == 0 {
-		t.Fatalf("no waterline-check Pod among the release's hooks:\n%s", rendered)
-	}
+	args := checkPodArgs(t, c.Helm(t, "get", "hooks", "waterline", "-n", ns))
 	kubeconfig := tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-check"))
 	out, err := exec.CommandContext(ctx, testutil.BuildBinary(t, "waterline"), slices.Concat(args, []string{"--kubeconfig", kubeconfig})...).CombinedOutput()
 	var exit *exec.ExitError

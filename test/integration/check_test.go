@@ -60,18 +60,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Kubectl(t, "apply", "-f", manifest)
-	var args []string
-	for _, o := range decodeManifest(t, rendered) {
-		if o.GetKind() == "Pod" {
-			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "containers")
-			for _, a := range containers[0].(map[string]any)["args"].([]any) {
-				args = append(args, a.(string))
-			}
-		}
-	}
-	if len(args) == 0 || args[0] != "check" {
-		t.Fatalf("the chart's test Pod runs %v, want waterline check", args)
-	}
+	args := checkPodArgs(t, rendered)
 
 	// A working installation.
 	labels := map[string]string{"app": "x"}
@@ -308,4 +297,23 @@ func TestCheck(t *testing.T) {
 			tc.fix()
 		}
 	}
+}
+
+// checkPodArgs are the arguments of the chart's helm test Pod,
+// waterline-check, in manifest: `waterline check` and its flags.
+func checkPodArgs(t *testing.T, manifest string) []string {
+	t.Helper()
+	var args []string
+	for _, o := range decodeManifest(t, manifest) {
+		if o.GetKind() == "Pod" && o.GetName() == "waterline-check" {
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "containers")
+			for _, a := range containers[0].(map[string]any)["args"].([]any) {
+				args = append(args, a.(string))
+			}
+		}
+	}
+	if len(args) == 0 || args[0] != "check" {
+		t.Fatalf("the chart's test Pod waterline-check runs %v, want waterline check\n%s", args, manifest)
+	}
+	return args
 }
