@@ -41,6 +41,7 @@ func TestRealNode(t *testing.T) {
 	t.Run("AgentDeletedMidThrottle", s.testAgentDeletedMidThrottle)
 	t.Run("MemoryEviction", s.testMemoryEviction)
 	t.Run("BatchTierOnRealNode", s.testBatchTier)
+	t.Run("MetricsServedSecurely", s.testMetricsServedSecurely)
 	// Last: it uninstalls the system.
 	t.Run("HelmUpgradeAndUninstall", s.testHelmUpgradeAndUninstall)
 	t.Logf("TestRealNode took %v", time.Since(begin).Round(time.Second))

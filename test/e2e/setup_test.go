@@ -53,8 +53,10 @@ const (
 type system struct {
 	c    *testutil.Cluster
 	node *testutil.RealNode
-	// agentHealth is the agent pod's health port on the node (loopback).
-	agentHealth, agentMetrics int
+	// agentHealth and agentMetrics are the agent pod's health and metrics
+	// ports on the node, managerMetrics the manager pod's metrics port
+	// (loopback, host network).
+	agentHealth, agentMetrics, managerMetrics int
 	// valuesFile holds the helm values of the install.
 	valuesFile string
 	// view is the agent's proc root.
@@ -180,13 +182,13 @@ func (s *system) install(t *testing.T) {
 	if err != nil {
 		t.Fatalf("API server address %q: %v", s.c.Config.Host, err)
 	}
-	s.agentHealth, s.agentMetrics = testutil.FreePort(t), testutil.FreePort(t)
+	s.agentHealth, s.agentMetrics, s.managerMetrics = testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	values := map[string]any{
 		"localCluster": map[string]any{"enabled": true, "apiServer": map[string]any{"host": api.Hostname(), "port": apiPort}},
 		"image":        map[string]any{"registry": "", "tag": imagetar.WaterlineTag, "pullPolicy": "Never"},
 		"manager": map[string]any{
 			"replicas": 1, "leaderElection": map[string]any{"enabled": false},
-			"ports":        map[string]any{"webhook": testutil.FreePort(t), "metrics": testutil.FreePort(t), "health": testutil.FreePort(t)},
+			"ports":        map[string]any{"webhook": testutil.FreePort(t), "metrics": s.managerMetrics, "health": testutil.FreePort(t)},
 			"nodeSelector": map[string]any{"waterline.dev/real-node": "true"},
 		},
 		"scheduler": map[string]any{"enabled": false},

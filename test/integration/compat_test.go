@@ -29,8 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/waterline-dev/waterline/apis/extension"
-	"github.com/waterline-dev/waterline/pkg/agent/cgroups"
-	"github.com/waterline-dev/waterline/pkg/agent/cgroups/cgroupstest"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -106,41 +104,7 @@ func TestOldestSupportedAPIServer(t *testing.T) {
 
 	// An agent for one node, on a fixture cgroup tree: 4 of the node's 32
 	// CPUs in use, Prod pods none.
-	root := t.TempDir()
-	layout, err := cgroups.NewLayout(filepath.Join(root, "cgroup"), cgroups.V2, cgroups.DriverCgroupfs, "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := cgroupstest.Tree{Layout: layout}
-	if err := tree.Init(); err != nil {
-		t.Fatal(err)
-	}
-	procDir := filepath.Join(root, "proc")
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	t.Cleanup(func() { close(stop); <-done })
-	go func() {
-		defer close(done)
-		const cpus, busy = 32, 4
-		start := time.Now()
-		for {
-			// Jiffies (1/100 s) of all CPUs: busy and idle since start.
-			elapsed := time.Since(start).Seconds() * 100
-			if err := cgroupstest.Proc(procDir, uint64(busy*elapsed), uint64((cpus-busy)*elapsed), 128<<30, 120<<30); err != nil {
-				t.Errorf("writing the fixture /proc: %v", err)
-				return
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	c.StartAgent(t, testutil.AgentOptions{
-		NodeName: reporting, CgroupRoot: layout.Root(), CgroupVersion: string(cgroups.V2),
-		CgroupDriver: string(cgroups.DriverCgroupfs), ProcRoot: procDir,
-	})
+	startFixtureAgent(t, c, testutil.AgentOptions{NodeName: reporting})
 	testutil.Eventually(t, 2*time.Minute, 250*time.Millisecond, func() (bool, error) {
 		n, err := c.Kube.CoreV1().Nodes().Get(ctx, reporting, metav1.GetOptions{})
 		if err != nil {

@@ -17,10 +17,9 @@ limitations under the License.
 package integration
 
 import (
-	"crypto/tls"
 	"fmt"
-	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,7 +48,7 @@ import (
 // workload → the container port its endpoint names.
 func TestMonitoring(t *testing.T) {
 	t.Parallel()
-	c := testutil.StartCluster(t, testutil.Options{CRDPaths: []string{testutil.ServiceMonitorCRD(t)}})
+	c := testutil.StartCluster(t, testutil.Options{KWOK: true, CRDPaths: []string{testutil.ServiceMonitorCRD(t)}})
 	const ns = "waterline-system"
 	c.CreateNamespace(t, ns, nil)
 	manifest := c.Helm(t, "template", "waterline", testutil.ChartDir(), "-n", ns, "--set", "monitoring.serviceMonitors.enabled=true")
@@ -77,44 +76,49 @@ func TestMonitoring(t *testing.T) {
 		}
 	})
 
-	// Prometheus scrapes waterline-scheduler's /metrics as the chart's
-	// ServiceMonitor says, against the scheduler as the chart deploys it:
-	// its configuration, its ServiceAccount's RBAC, kube-scheduler's
-	// delegated authentication and authorization (no path always allowed
-	// but the health checks).
-	t.Run("SchedulerScrapedAsDeployed", func(t *testing.T) {
-		sched, ok := monitors["waterline-scheduler"]
-		if !ok {
-			t.Fatal("the chart has no ServiceMonitor for waterline-scheduler")
-		}
-		c.StartControllerManager(t) // fills in the reader's token Secret
-		// Who may do what, and the objects Prometheus reads; no
-		// workloads (the scheduler runs as a process below).
-		var docs []string
-		for _, o := range objects {
-			switch o.GetKind() {
-			case "ServiceAccount", "Secret", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "ServiceMonitor":
-				b, err := yaml.Marshal(o.Object)
-				if err != nil {
-					t.Fatal(err)
-				}
-				docs = append(docs, string(b))
+	// Prometheus scrapes each component's /metrics as the chart's
+	// ServiceMonitor says, against the component as the chart deploys it:
+	// its arguments, its ServiceAccount's RBAC, and authentication and
+	// authorization delegated to the API server (kube-scheduler's own;
+	// pkg/securemetrics for the manager and the agent).
+	c.StartControllerManager(t) // fills in the reader's token Secret
+	// Who may do what, and the objects Prometheus reads; no workloads
+	// (the components run as processes below).
+	var docs []string
+	for _, o := range objects {
+		switch o.GetKind() {
+		case "ServiceAccount", "Secret", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "ServiceMonitor":
+			b, err := yaml.Marshal(o.Object)
+			if err != nil {
+				t.Fatal(err)
 			}
+			docs = append(docs, string(b))
 		}
-		path := filepath.Join(t.TempDir(), "monitoring.yaml")
-		if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		c.Kubectl(t, "apply", "-f", path)
+	}
+	path := filepath.Join(t.TempDir(), "monitoring.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.Kubectl(t, "apply", "-f", path)
+	dyn := dynamic.NewForConfigOrDie(c.Config)
+	smGVR := schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
 
-		if sched.containerPort != strconv.Itoa(int(sched.port)) {
-			t.Errorf("the ServiceMonitor reaches container port %s, the scheduler serves on --secure-port=%d", sched.containerPort, sched.port)
+	// scrapeAsDeployed checks that the component's ServiceMonitor, as the
+	// API server stored it, scrapes over HTTPS with the reader's token
+	// and the port the component serves on, then scrapes it at port as
+	// Prometheus would: the reader gets the page with every series in
+	// want, a request without a token gets 401, and another of the
+	// chart's ServiceAccounts, stranger, gets 403.
+	scrapeAsDeployed := func(t *testing.T, component string, port int, stranger string, want ...string) {
+		t.Helper()
+		target, ok := monitors[component]
+		if !ok {
+			t.Fatalf("the chart has no ServiceMonitor for %s", component)
 		}
-
-		// The ServiceMonitor as the API server stored it.
-		dyn := dynamic.NewForConfigOrDie(c.Config)
-		smGVR := schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
-		stored, err := dyn.Resource(smGVR).Namespace(ns).Get(t.Context(), sched.monitor, metav1.GetOptions{})
+		if target.containerPort != strconv.Itoa(int(target.port)) {
+			t.Errorf("%s's ServiceMonitor reaches container port %s, the component serves /metrics on %d", component, target.containerPort, target.port)
+		}
+		stored, err := dyn.Resource(smGVR).Namespace(ns).Get(t.Context(), target.monitor, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,8 +131,8 @@ func TestMonitoring(t *testing.T) {
 		skipVerify, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify")
 		secretName, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "name")
 		secretKey, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "key")
-		if scheme != "https" || secretName == "" || secretKey == "" {
-			t.Fatalf("the scheduler's ServiceMonitor endpoint is %v: want https with a bearer token from a Secret", ep)
+		if scheme != "https" || !skipVerify || secretName == "" || secretKey == "" {
+			t.Fatalf("%s's ServiceMonitor endpoint is %v: want https, a self-signed certificate accepted, and a bearer token from a Secret", component, ep)
 		}
 		var token string
 		testutil.Eventually(t, time.Minute, 200*time.Millisecond, func() (bool, error) {
@@ -140,52 +144,45 @@ func TestMonitoring(t *testing.T) {
 			return token != "", fmt.Errorf("secret %s has no %q yet", secretName, secretKey)
 		}, "waiting for kube-controller-manager to fill in the ServiceMonitor's token")
 
+		// The manager opens /metrics beside its probes, not before them.
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		testutil.Eventually(t, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
+			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return false, err
+			}
+			return true, conn.Close()
+		}, "waiting for %s to listen on %s", component, addr)
+		url := fmt.Sprintf("%s://%s%s", scheme, addr, urlPath)
+		code, body := testutil.Scrape(t, url, token)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s with the ServiceMonitor's token: %d %s", url, code, body)
+		}
+		for _, series := range want {
+			if !strings.Contains(body, series) {
+				t.Errorf("%s's /metrics has no %s", component, series)
+			}
+		}
+		// Nobody else reads it: anonymous requests and ServiceAccounts
+		// without the reader's ClusterRole are refused.
+		if code, _ := testutil.Scrape(t, url, ""); code != http.StatusForbidden && code != http.StatusUnauthorized {
+			t.Errorf("GET %s without a token: %d, want 401 or 403", url, code)
+		}
+		if code, _ := testutil.Scrape(t, url, "not-a-token"); code != http.StatusUnauthorized {
+			t.Errorf("GET %s with a made-up token: %d, want 401", url, code)
+		}
+		if code, _ := testutil.Scrape(t, url, mintToken(t, c, ns, stranger)); code != http.StatusForbidden {
+			t.Errorf("GET %s as %s: %d, want 403", url, stranger, code)
+		}
+	}
+
+	t.Run("SchedulerScrapedAsDeployed", func(t *testing.T) {
 		// The scheduler's ServiceAccount, as its pod would have it.
 		kubeconfig := tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-scheduler"))
 		config := schedulerConfigOf(t, objects, kubeconfig)
 		_, port := c.StartSchedulerWithConfig(t, config,
 			"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig)
-		url := fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, port, urlPath)
-		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: skipVerify}, //nolint:gosec // as the chart's ServiceMonitor scrapes: kube-scheduler signs its own certificate
-		}}
-		get := func(bearer string) (int, string) {
-			t.Helper()
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if bearer != "" {
-				req.Header.Set("Authorization", "Bearer "+bearer)
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatalf("GET %s: %v", url, err)
-			}
-			defer resp.Body.Close()
-			body, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return resp.StatusCode, string(body)
-		}
-		code, body := get(token)
-		if code != http.StatusOK {
-			t.Fatalf("GET %s with the ServiceMonitor's token: %d %s", url, code, body)
-		}
-		for _, want := range []string{"waterline_loadaware_filter_refusals_total", "scheduler_pending_pods"} {
-			if !strings.Contains(body, want) {
-				t.Errorf("the scheduler's /metrics has no %s", want)
-			}
-		}
-		// Nobody else reads it: anonymous requests and ServiceAccounts
-		// without the reader's ClusterRole are refused.
-		if code, _ := get(""); code != http.StatusForbidden && code != http.StatusUnauthorized {
-			t.Errorf("GET %s without a token: %d, want 401 or 403", url, code)
-		}
-		if code, _ := get(mintToken(t, c, ns, "waterline-agent")); code != http.StatusForbidden {
-			t.Errorf("GET %s as waterline-agent: %d, want 403", url, code)
-		}
+		scrapeAsDeployed(t, "waterline-scheduler", port, "waterline-agent", "waterline_loadaware_filter_refusals_total", "scheduler_pending_pods")
 
 		// With the chart's RBAC the scheduler also takes its lease (the
 		// chart's configuration elects a leader).
@@ -197,6 +194,51 @@ func TestMonitoring(t *testing.T) {
 			return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", err
 		}, "waiting for waterline-scheduler to take its lease with the chart's RBAC")
 	})
+
+	// The manager and the agent check their callers with their own
+	// ServiceAccount's TokenReviews and SubjectAccessReviews, which the
+	// chart grants.
+	t.Run("ManagerScrapedAsDeployed", func(t *testing.T) {
+		port := testutil.FreePort(t)
+		c.StartManager(t, "--kubeconfig", tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-manager")),
+			workloadArg(t, objects, "waterline-manager", "--metrics-secure="),
+			"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port))
+		scrapeAsDeployed(t, "waterline-manager", port, "waterline-agent", "controller_runtime_reconcile_total", "workqueue_adds_total")
+	})
+	t.Run("AgentScrapedAsDeployed", func(t *testing.T) {
+		node := c.CreateNodes(t, "monitored", 1, testutil.NodeOptions{})[0].Name
+		a := startFixtureAgent(t, c, testutil.AgentOptions{
+			NodeName:      node,
+			Kubeconfig:    tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-agent")),
+			SecureMetrics: workloadArg(t, objects, "waterline-agent", "--metrics-secure=") == "--metrics-secure=true",
+		})
+		port, err := strconv.Atoi(a.MetricsURL[strings.LastIndex(a.MetricsURL, ":")+1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		scrapeAsDeployed(t, "waterline-agent", port, "waterline-manager", "waterline_agent_cycle_duration_seconds_count", "waterline_agent_node_cpu_usage_cores")
+	})
+}
+
+// workloadArg returns the argument of the Deployment or DaemonSet named
+// workload that starts with prefix.
+func workloadArg(t *testing.T, objects []*unstructured.Unstructured, workload, prefix string) string {
+	t.Helper()
+	for _, o := range objects {
+		if (o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet") || o.GetName() != workload {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		for _, a := range args {
+			if strings.HasPrefix(a, prefix) {
+				return a
+			}
+		}
+		t.Fatalf("%s %s has no argument %s...: %v", o.GetKind(), workload, prefix, args)
+	}
+	t.Fatalf("the chart renders no workload %s", workload)
+	return ""
 }
 
 // scrapeTarget is what a ServiceMonitor of the chart reaches.
@@ -205,7 +247,9 @@ type scrapeTarget struct {
 	// containerPort is the port the endpoint reaches in the workload's
 	// pods (the container port its Service's targetPort names).
 	containerPort string
-	// port is the workload's --secure-port, 0 without one.
+	// port is the port the workload serves /metrics on (its
+	// --secure-port, --metrics-bind-address or --metrics-address), 0
+	// without one.
 	port int64
 }
 
@@ -301,8 +345,9 @@ func containerPortNamed(w *unstructured.Unstructured, name string) (string, bool
 	return "", false
 }
 
-// servingPort is the port of the workload's first container's
-// --secure-port flag, 0 without one.
+// servingPort is the port the workload's first container serves
+// /metrics on: its --secure-port (kube-scheduler), --metrics-bind-address
+// (the manager) or --metrics-address (the agent); 0 without one.
 func servingPort(w *unstructured.Unstructured) int64 {
 	containers, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", "containers")
 	if len(containers) == 0 {
@@ -310,9 +355,11 @@ func servingPort(w *unstructured.Unstructured) int64 {
 	}
 	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
+		for _, flag := range []string{"--secure-port=", "--metrics-bind-address=", "--metrics-address="} {
+			if v, ok := strings.CutPrefix(a, flag); ok {
+				n, _ := strconv.ParseInt(v[strings.LastIndex(v, ":")+1:], 10, 64)
+				return n
+			}
 		}
 	}
 	return 0

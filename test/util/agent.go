@@ -57,6 +57,12 @@ type AgentOptions struct {
 	// NoWait returns from StartAgent without waiting for /readyz (an agent
 	// started while the API server is unreachable is alive, not ready).
 	NoWait bool
+	// SecureMetrics keeps the agent's default, /metrics over HTTPS to
+	// callers the API server authorizes (read it with Scrape and a
+	// ServiceAccount's token). Without it the agent serves /metrics in
+	// plain HTTP (--metrics-secure=false), for Metrics: a test that cuts
+	// the API server still reads it.
+	SecureMetrics bool
 	// Args are more flags.
 	Args []string
 }
@@ -66,7 +72,8 @@ type Agent struct {
 	*Process
 	// Options are the options it was started with, StateDir filled in.
 	Options AgentOptions
-	// HealthURL and MetricsURL are the base URLs of its two servers.
+	// HealthURL and MetricsURL are the base URLs of its two servers
+	// (MetricsURL https with SecureMetrics).
 	HealthURL, MetricsURL string
 }
 
@@ -100,12 +107,17 @@ func (c *Cluster) StartAgent(t testing.TB, o AgentOptions) *Agent {
 			args = append(args, flag, v)
 		}
 	}
+	scheme := "https"
+	if !o.SecureMetrics {
+		scheme = "http"
+		args = append(args, "--metrics-secure=false")
+	}
 	args = append(args, o.Args...)
 	a := &Agent{
 		Process:    StartProcess(t, "waterline-agent", bin, args...),
 		Options:    o,
 		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d", health),
-		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", metrics),
+		MetricsURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, metrics),
 	}
 	if !o.NoWait {
 		WaitHealthy(t, a.Process, a.HealthURL+"/readyz", 2*time.Minute)
@@ -113,9 +125,13 @@ func (c *Cluster) StartAgent(t testing.TB, o AgentOptions) *Agent {
 	return a
 }
 
-// Metrics returns the agent's /metrics page.
+// Metrics returns the /metrics page of an agent started without
+// SecureMetrics.
 func (a *Agent) Metrics(t testing.TB) string {
 	t.Helper()
+	if a.Options.SecureMetrics {
+		t.Fatal("Agent.Metrics reads plain /metrics; this agent serves it securely: use Scrape with a token")
+	}
 	resp, err := http.Get(a.MetricsURL + "/metrics")
 	if err != nil {
 		t.Fatalf("Getting the agent's metrics: %v", err)

@@ -133,8 +133,18 @@ type Options struct {
 	HealthAddress string
 	// MetricsAddress serves Prometheus /metrics (host:port); "0" turns it
 	// off; the same address as --health-address serves all three on one
-	// port. Default :9321.
+	// port, in plain HTTP (--metrics-secure=false). Default :9321.
 	MetricsAddress string
+	// MetricsSecure serves /metrics over HTTPS, only to callers whose
+	// bearer token the API server authenticates and who may get /metrics
+	// (TokenReview and SubjectAccessReview; pkg/securemetrics). The agent
+	// is on the host network, so with it off anyone who reaches the node
+	// reads its pods' names and usage. Default true.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for the secure /metrics,
+	// read again when they change; empty: a certificate the agent signs
+	// itself at start.
+	MetricsCertDir string
 	// ProfilingAddress serves Go's /debug/pprof/ (host:port); "0", the
 	// default, turns it off. The agent runs on the host network: give a
 	// loopback address.
@@ -166,6 +176,7 @@ func NewOptions() *Options {
 		PodNamespace:             os.Getenv("POD_NAMESPACE"),
 		HealthAddress:            ":9320",
 		MetricsAddress:           ":9321",
+		MetricsSecure:            true,
 		ProfilingAddress:         "0",
 	}
 }
@@ -196,7 +207,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PodName, "pod-name", o.PodName, "The agent's own pod (default $POD_NAME), to find its DaemonSet on SIGTERM.")
 	fs.StringVar(&o.PodNamespace, "pod-namespace", o.PodNamespace, "The agent's own pod's namespace (default $POD_NAMESPACE).")
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "host:port of /healthz and /readyz.")
-	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "host:port of Prometheus /metrics; \"0\" disables it; may equal --health-address.")
+	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "host:port of Prometheus /metrics; \"0\" disables it; may equal --health-address with --metrics-secure=false.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve /metrics over HTTPS, only to callers whose bearer token the API server authenticates and who may get /metrics (a ClusterRole rule nonResourceURLs [/metrics], verbs [get]); the agent's ServiceAccount must create tokenreviews and subjectaccessreviews. false serves plain HTTP to anyone who reaches the port.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory with tls.crt and tls.key for --metrics-secure, read again when they change; empty: a certificate the agent signs itself at start.")
 	fs.StringVar(&o.ProfilingAddress, "profiling-address", o.ProfilingAddress, "host:port of Go's /debug/pprof/ profiles; \"0\" (the default) disables it. The agent runs on the host network: use a loopback address such as 127.0.0.1:9322.")
 }
 
@@ -285,7 +298,12 @@ func (o *Options) Validate() field.ErrorList {
 	if o.MetricsAddress != "0" {
 		if err := cmdutil.ValidateAddress(o.MetricsAddress); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("metrics-address"), o.MetricsAddress, err.Error()))
+		} else if o.MetricsSecure && o.sameAddress() {
+			errs = append(errs, field.Invalid(field.NewPath("metrics-address"), o.MetricsAddress, "must differ from --health-address with --metrics-secure: kubelet probes the health server in plain HTTP"))
 		}
+	}
+	if o.MetricsCertDir != "" && (!o.MetricsSecure || o.MetricsAddress == "0") {
+		errs = append(errs, field.Invalid(field.NewPath("metrics-cert-dir"), o.MetricsCertDir, "needs --metrics-secure and a --metrics-address"))
 	}
 	if o.ProfilingAddress != "0" {
 		if err := cmdutil.ValidateAddress(o.ProfilingAddress); err != nil {

@@ -37,6 +37,20 @@ func TestValidate(t *testing.T) {
 	}{
 		{name: "defaults with a node name", mutate: func(*Options) {}},
 		{name: "metrics off", mutate: func(o *Options) { o.MetricsAddress = "0" }},
+		{name: "plain metrics on the health server", mutate: func(o *Options) { o.MetricsSecure, o.MetricsAddress = false, o.HealthAddress }},
+		{
+			// kubelet's probes are plain HTTP: secure metrics need a
+			// server of their own.
+			name:   "secure metrics on the health server",
+			mutate: func(o *Options) { o.MetricsAddress = o.HealthAddress },
+			want:   []string{"metrics-address: Invalid value"},
+		},
+		{name: "a certificate directory", mutate: func(o *Options) { o.MetricsCertDir = "/etc/waterline/metrics-certs" }},
+		{
+			name:   "a certificate directory without secure metrics",
+			mutate: func(o *Options) { o.MetricsSecure, o.MetricsCertDir = false, "/etc/waterline/metrics-certs" },
+			want:   []string{"metrics-cert-dir: Invalid value"},
+		},
 		{
 			name: "every bad flag is reported, named as typed",
 			mutate: func(o *Options) {

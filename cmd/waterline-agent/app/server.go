@@ -19,6 +19,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -60,6 +61,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
 	"github.com/waterline-dev/waterline/pkg/cmdutil"
 	"github.com/waterline-dev/waterline/pkg/core/qos"
+	"github.com/waterline-dev/waterline/pkg/securemetrics"
 	"github.com/waterline-dev/waterline/pkg/version"
 )
 
@@ -167,7 +169,7 @@ func Run(ctx context.Context, o *Options) error {
 
 	// Serve health first: a liveness probe must answer while the
 	// informers sync.
-	stopServers, err := startServers(ctx, o, h, reg)
+	stopServers, err := startServers(ctx, o, h, reg, c.config)
 	if err != nil {
 		return err
 	}
@@ -180,6 +182,9 @@ func Run(ctx context.Context, o *Options) error {
 
 // clients are the agent's API clients.
 type clients struct {
+	// config is what they were made from; the secure /metrics server
+	// asks the API server with it who its callers are.
+	config    *rest.Config
 	kube      kubernetes.Interface
 	waterline versioned.Interface
 }
@@ -201,7 +206,7 @@ func newClients(o *Options) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the Waterline client: %w", err)
 	}
-	return &clients{kube: kube, waterline: wlClient}, nil
+	return &clients{config: cfg, kube: kube, waterline: wlClient}, nil
 }
 
 // sources are what the agent reads the node with.
@@ -298,11 +303,12 @@ func newRecorder(ctx context.Context, kube kubernetes.Interface, nodeName string
 
 // startServers serves /healthz and /readyz on --health-address,
 // /metrics on --metrics-address (on the health server when both are the
-// same; not at all when it is "0") and, when asked, Go's profiles on
-// --profiling-address. They outlive ctx until the returned
+// same; not at all when it is "0"; over HTTPS to callers the API server
+// cfg reaches authorizes, with --metrics-secure) and, when asked, Go's
+// profiles on --profiling-address. They outlive ctx until the returned
 // function stops them, so that probes answer while the agent checkpoints.
 // On an error no server is left running.
-func startServers(ctx context.Context, o *Options, h *health, reg *prometheus.Registry) (func(), error) {
+func startServers(ctx context.Context, o *Options, h *health, reg *prometheus.Registry, cfg *rest.Config) (func(), error) {
 	var servers sync.WaitGroup
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	stop := func() {
@@ -315,14 +321,28 @@ func startServers(ctx context.Context, o *Options, h *health, reg *prometheus.Re
 	if o.sameAddress() {
 		healthMux.Handle("/metrics", metricsHandler)
 	}
-	if err := serve(serveCtx, &servers, "health", o.HealthAddress, healthMux); err != nil {
+	if err := serve(serveCtx, &servers, "health", o.HealthAddress, healthMux, nil); err != nil {
 		stop()
 		return nil, err
 	}
 	if o.MetricsAddress != "0" && !o.sameAddress() {
+		var tlsConfig *tls.Config
+		if o.MetricsSecure {
+			var err error
+			if tlsConfig, err = securemetrics.TLSConfig(o.MetricsCertDir); err != nil {
+				stop()
+				return nil, fmt.Errorf("--metrics-cert-dir: %w", err)
+			}
+			authz, err := securemetrics.NewAuthorizer(cfg)
+			if err != nil {
+				stop()
+				return nil, err
+			}
+			metricsHandler = authz.Wrap(metricsHandler)
+		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metricsHandler)
-		if err := serve(serveCtx, &servers, "metrics", o.MetricsAddress, mux); err != nil {
+		if err := serve(serveCtx, &servers, "metrics", o.MetricsAddress, mux, tlsConfig); err != nil {
 			stop()
 			return nil, err
 		}
@@ -334,7 +354,7 @@ func startServers(ctx context.Context, o *Options, h *health, reg *prometheus.Re
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		if err := serve(serveCtx, &servers, "profiling", o.ProfilingAddress, mux); err != nil {
+		if err := serve(serveCtx, &servers, "profiling", o.ProfilingAddress, mux, nil); err != nil {
 			stop()
 			return nil, err
 		}
@@ -486,15 +506,18 @@ func daemonSetGone(ctx context.Context, kube kubernetes.Interface, ns, name stri
 const snapshotInterval = 10 * time.Second
 
 // serve listens on addr at once (so a taken port fails the start) and
-// serves mux until ctx ends.
-func serve(ctx context.Context, wg *sync.WaitGroup, name, addr string, mux http.Handler) error {
+// serves mux until ctx ends, over TLS when tlsConfig is not nil.
+func serve(ctx context.Context, wg *sync.WaitGroup, name, addr string, mux http.Handler, tlsConfig *tls.Config) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening for %s on %s: %w", name, addr, err)
 	}
+	if tlsConfig != nil {
+		l = tls.NewListener(l, tlsConfig)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	logger := klog.FromContext(ctx)
-	logger.Info("Serving", "server", name, "address", l.Addr().String())
+	logger.Info("Serving", "server", name, "address", l.Addr().String(), "tls", tlsConfig != nil)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()

@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/rest"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/waterline-dev/waterline/apis/extension"
@@ -132,7 +133,7 @@ func TestStartServersLeavesNothingOnError(t *testing.T) {
 	o := NewOptions()
 	o.HealthAddress, o.MetricsAddress = healthAddr, taken.Addr().String()
 	h := newHealth(testingclock.NewFakeClock(time.Now()), time.Second)
-	stop, err := startServers(t.Context(), o, h, prometheus.NewRegistry())
+	stop, err := startServers(t.Context(), o, h, prometheus.NewRegistry(), &rest.Config{Host: "https://127.0.0.1:1"})
 	if err == nil {
 		stop()
 		t.Fatal("startServers succeeded with the metrics port taken")
@@ -146,9 +147,26 @@ func TestStartServersLeavesNothingOnError(t *testing.T) {
 	}
 	l.Close()
 
+	// A --metrics-cert-dir without its files stops the start, naming the
+	// flag and the file.
+	o.MetricsAddress = "127.0.0.1:0"
+	o.MetricsCertDir = t.TempDir()
+	if stop, err := startServers(t.Context(), o, h, prometheus.NewRegistry(), &rest.Config{Host: "https://127.0.0.1:1"}); err == nil {
+		stop()
+		t.Error("startServers succeeded with an empty --metrics-cert-dir")
+	} else if !strings.Contains(err.Error(), "--metrics-cert-dir") || !strings.Contains(err.Error(), "tls.crt") {
+		t.Errorf("error %q does not name --metrics-cert-dir and tls.crt", err)
+	}
+	if l, err := net.Listen("tcp", healthAddr); err != nil {
+		t.Fatalf("the health port is still held after the failed start: %v", err)
+	} else {
+		l.Close()
+	}
+	o.MetricsCertDir = ""
+
 	// Both free: the health server answers until stopped.
 	o.MetricsAddress = "0"
-	stop, err = startServers(t.Context(), o, h, prometheus.NewRegistry())
+	stop, err = startServers(t.Context(), o, h, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,17 @@ type Options struct {
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 	// MetricsBindAddress serves Prometheus /metrics; "0" disables it.
+	// Default :8443.
 	MetricsBindAddress string
+	// MetricsSecure serves /metrics over HTTPS, only to callers whose
+	// bearer token the API server authenticates and who may get /metrics
+	// (TokenReview and SubjectAccessReview; pkg/securemetrics). Default
+	// true.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for the secure /metrics,
+	// read again when they change; empty: a certificate the manager signs
+	// itself at start.
+	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz.
 	HealthProbeBindAddress string
 	// LeaderElect makes replicas elect one active manager.
@@ -146,7 +156,8 @@ func NewOptions() *Options {
 	return &Options{
 		KubeAPIQPS:             50,
 		KubeAPIBurst:           100,
-		MetricsBindAddress:     ":8080",
+		MetricsBindAddress:     ":8443",
+		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
 		LeaderElect:            true,
 		LeaseDuration:          15 * time.Second,
@@ -174,6 +185,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the API server (> 0).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server (≥ 1).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve /metrics over HTTPS, only to callers whose bearer token the API server authenticates and who may get /metrics (a ClusterRole rule nonResourceURLs [/metrics], verbs [get]); the manager's ServiceAccount must create tokenreviews and subjectaccessreviews. false serves plain HTTP to anyone who reaches the port.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory with tls.crt and tls.key for --metrics-secure, read again when they change; empty: a certificate the manager signs itself at start.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect one active manager among replicas with a Lease.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease; empty uses the manager's own namespace.")
@@ -219,6 +232,9 @@ func (o *Options) Validate() field.ErrorList {
 		if err := cmdutil.ValidateAddress(addr); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath(name), addr, err.Error()))
 		}
+	}
+	if o.MetricsCertDir != "" && (!o.MetricsSecure || o.MetricsBindAddress == "0") {
+		errs = append(errs, field.Invalid(field.NewPath("metrics-cert-dir"), o.MetricsCertDir, "needs --metrics-secure and a --metrics-bind-address"))
 	}
 	if o.LeaderElect {
 		if o.LeaseDuration <= o.RenewDeadline {

@@ -109,3 +109,33 @@ func TestKubeAPIBudget(t *testing.T) {
 		}
 	}
 }
+
+// Secure /metrics by default; a certificate directory is refused without
+// it, and one without its files stops the start naming the flag.
+func TestMetricsSecureOptions(t *testing.T) {
+	o := NewOptions()
+	if !o.MetricsSecure || o.MetricsBindAddress != ":8443" {
+		t.Errorf("default metrics-secure %v on %q, want true on :8443", o.MetricsSecure, o.MetricsBindAddress)
+	}
+	o.Webhooks = false
+	o.MetricsSecure, o.MetricsCertDir = false, t.TempDir()
+	if msg := o.Validate().ToAggregate().Error(); !strings.Contains(msg, "metrics-cert-dir: Invalid value") {
+		t.Errorf("validation error %q does not name metrics-cert-dir", msg)
+	}
+	o.MetricsSecure = true
+	if errs := o.Validate(); len(errs) > 0 {
+		t.Errorf("a certificate directory with secure metrics: %v", errs.ToAggregate())
+	}
+	if _, err := metricsOptions(o); err == nil || !strings.Contains(err.Error(), "--metrics-cert-dir") || !strings.Contains(err.Error(), "tls.crt") {
+		t.Errorf("metricsOptions with an empty --metrics-cert-dir: %v, want an error naming the flag and tls.crt", err)
+	}
+	o.MetricsCertDir = ""
+	m, err := metricsOptions(o)
+	if err != nil || !m.SecureServing || m.FilterProvider == nil || len(m.TLSOpts) != 1 {
+		t.Errorf("metricsOptions = %+v, %v: want secure serving with a filter and our TLS", m, err)
+	}
+	o.MetricsSecure = false
+	if m, err := metricsOptions(o); err != nil || m.SecureServing || m.FilterProvider != nil {
+		t.Errorf("metricsOptions with --metrics-secure=false = %+v, %v: want plain HTTP", m, err)
+	}
+}

@@ -19,16 +19,20 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
@@ -50,6 +54,7 @@ import (
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/daemonset"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/quota"
+	"github.com/waterline-dev/waterline/pkg/securemetrics"
 	"github.com/waterline-dev/waterline/pkg/version"
 )
 
@@ -112,9 +117,13 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	metrics, err := metricsOptions(opts)
+	if err != nil {
+		return err
+	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                 metrics,
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        "waterline-manager.waterline.dev",
@@ -226,4 +235,33 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 		}
 	}
 	return nil
+}
+
+// metricsOptions serves /metrics as --metrics-secure says: over HTTPS
+// behind pkg/securemetrics (the agent's checks, not controller-runtime's
+// filter, so that both components answer alike), or in plain HTTP.
+func metricsOptions(opts *Options) (metricsserver.Options, error) {
+	out := metricsserver.Options{BindAddress: opts.MetricsBindAddress}
+	if !opts.MetricsSecure || opts.MetricsBindAddress == "0" {
+		return out, nil
+	}
+	tlsConfig, err := securemetrics.TLSConfig(opts.MetricsCertDir)
+	if err != nil {
+		return out, fmt.Errorf("--metrics-cert-dir: %w", err)
+	}
+	out.SecureServing = true
+	// Ours in place of controller-runtime's defaults, which offer HTTP/2
+	// and look for a certificate in a directory of their own.
+	out.TLSOpts = []func(*tls.Config){func(c *tls.Config) {
+		c.MinVersion, c.NextProtos = tlsConfig.MinVersion, tlsConfig.NextProtos
+		c.Certificates, c.GetCertificate = tlsConfig.Certificates, tlsConfig.GetCertificate
+	}}
+	out.FilterProvider = func(cfg *rest.Config, _ *http.Client) (metricsserver.Filter, error) {
+		authz, err := securemetrics.NewAuthorizer(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return func(_ logr.Logger, next http.Handler) (http.Handler, error) { return authz.Wrap(next), nil }, nil
+	}
+	return out, nil
 }

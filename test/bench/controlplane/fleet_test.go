@@ -284,7 +284,7 @@ func startFleet(t *testing.T, cfg fleetConfig) *fleet {
 	// CPBENCH_MANAGER_ARGS adds flags, e.g. "--kube-api-qps=5
 	// --kube-api-burst=10" (client-go's defaults, what the manager used
 	// before it had these flags) to measure the old budget.
-	f.manager = c.StartManager(t, append([]string{"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port)},
+	f.manager = c.StartManager(t, append([]string{"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--metrics-secure=false"},
 		strings.Fields(os.Getenv("CPBENCH_MANAGER_ARGS"))...)...)
 	f.pids["manager"] = f.manager.PID()
 	managerStarted := time.Now()
