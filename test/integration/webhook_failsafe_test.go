@@ -17,6 +17,7 @@ limitations under the License.
 package integration
 
 import (
+	"crypto/tls"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -109,6 +110,18 @@ func TestColocationWebhookFailsSafe(t *testing.T) {
 
 	mgr := startManagedWebhooks(t, c, port, "Fail")
 	waitProfileApplies()
+
+	// The server speaks HTTP/1.1 only, offered HTTP/2 first.
+	conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port), &tls.Config{
+		NextProtos: []string{"h2", "http/1.1"}, InsecureSkipVerify: true, //nolint:gosec // the test reads the negotiated protocol only
+	})
+	if err != nil {
+		t.Fatalf("TLS to the webhook server: %v", err)
+	}
+	if p := conn.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+		t.Errorf("the webhook server negotiated %q with a client offering h2, want http/1.1", p)
+	}
+	conn.Close()
 
 	mwc, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, colocationMWC, metav1.GetOptions{})
 	if err != nil {

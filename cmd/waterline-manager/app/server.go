@@ -144,6 +144,11 @@ func Run(ctx context.Context, opts *Options) error {
 	if opts.Webhooks {
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
 			Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
+			// HTTP/1.1 only, as kubebuilder scaffolds it: HTTP/2's stream
+			// resets (CVE-2023-44487, CVE-2023-39325) could starve the
+			// server every pod creation of a colocated namespace waits on.
+			// The API server calls webhooks over HTTP/1.1 as well.
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 		})
 	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
