@@ -17,8 +17,10 @@ limitations under the License.
 package e2e
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +38,8 @@ import (
 // on the host network, the manager beside it -- serve /metrics over HTTPS
 // to a ServiceAccount allowed to get /metrics, as the chart's defaults
 // say, and refuse anyone else: no token, a made-up one, or the agent's own
-// ServiceAccount, which may not read metrics.
+// ServiceAccount, which may not read metrics. The agent serves the
+// certificate of agent.metricsCertSecret, the manager one it signed.
 func (s *system) testMetricsServedSecurely(t *testing.T) {
 	ctx := t.Context()
 	const scraper = "e2e-metrics-scraper"
@@ -77,11 +80,26 @@ func (s *system) testMetricsServedSecurely(t *testing.T) {
 		component string
 		port      int
 		series    string
+		// certHost is the host the served certificate is for: the
+		// agent's comes from agent.metricsCertSecret, the manager signs
+		// its own for its pod's host name.
+		certHost string
 	}{
-		{"waterline-agent", s.agentMetrics, "waterline_agent_cycle_duration_seconds_count"},
-		{"waterline-manager", s.managerMetrics, "controller_runtime_reconcile_total"},
+		{"waterline-agent", s.agentMetrics, "waterline_agent_cycle_duration_seconds_count", agentMetricsHost},
+		{"waterline-manager", s.managerMetrics, "controller_runtime_reconcile_total", ""},
 	} {
-		url := fmt.Sprintf("https://127.0.0.1:%d/metrics", tc.port)
+		addr := fmt.Sprintf("127.0.0.1:%d", tc.port)
+		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the test reads the served certificate
+		if err != nil {
+			t.Fatalf("TLS to %s's /metrics at %s: %v", tc.component, addr, err)
+		}
+		served := conn.ConnectionState().PeerCertificates[0]
+		conn.Close()
+		if fromSecret := slices.Contains(served.DNSNames, agentMetricsHost); fromSecret != (tc.certHost != "") {
+			t.Errorf("%s serves a certificate for %v (CN %s); from the Secret %s: %v, want %v",
+				tc.component, served.DNSNames, served.Subject.CommonName, agentMetricsSecret, fromSecret, tc.certHost != "")
+		}
+		url := "https://" + addr + "/metrics"
 		// The binding reaches the component's cached authorizer at once:
 		// it has not asked about this ServiceAccount before.
 		var code int

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -41,6 +42,10 @@ import (
 const (
 	agentNamespace = "waterline-system"
 	agentName      = "waterline-agent"
+	// agentMetricsSecret is the kubernetes.io/tls Secret the agent's
+	// /metrics serves, made for agentMetricsHost.
+	agentMetricsSecret = "waterline-agent-metrics-tls"
+	agentMetricsHost   = "waterline-agent-metrics.e2e.example"
 	// reportSeconds and aggregateSeconds are the agent's NodeMetric report
 	// interval and usage window here: short, so scenarios take seconds.
 	reportSeconds    = 2
@@ -183,6 +188,20 @@ func (s *system) install(t *testing.T) {
 		t.Fatalf("API server address %q: %v", s.c.Config.Host, err)
 	}
 	s.agentHealth, s.agentMetrics, s.managerMetrics = testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
+	// The agent serves /metrics with a certificate of the user's
+	// (agent.metricsCertSecret), the manager with one it signs.
+	s.c.CreateNamespace(t, agentNamespace, nil)
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(agentMetricsHost, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.c.Kube.CoreV1().Secrets(agentNamespace).Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: agentMetricsSecret},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	values := map[string]any{
 		"localCluster": map[string]any{"enabled": true, "apiServer": map[string]any{"host": api.Hostname(), "port": apiPort}},
 		"image":        map[string]any{"registry": "", "tag": imagetar.WaterlineTag, "pullPolicy": "Never"},
@@ -199,6 +218,7 @@ func (s *system) install(t *testing.T) {
 			"hostProcRoot":      s.view.Dir,
 			"nodeSelector":      map[string]any{"waterline.dev/real-node": "true"},
 			"extraArgs":         []string{"--collect-interval=1s"},
+			"metricsCertSecret": agentMetricsSecret,
 		},
 		"colocationPolicy": map[string]any{"create": false},
 		"nodeQOS":          map[string]any{"create": false},
