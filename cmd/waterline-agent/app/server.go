@@ -331,7 +331,10 @@ func startServers(ctx context.Context, o *Options, h *health, reg *prometheus.Re
 			var err error
 			if tlsConfig, err = securemetrics.TLSConfig(o.MetricsCertDir); err != nil {
 				stop()
-				return nil, fmt.Errorf("--metrics-cert-dir: %w", err)
+				if o.MetricsCertDir != "" {
+					err = fmt.Errorf("--metrics-cert-dir: %w", err)
+				}
+				return nil, err
 			}
 			authz, err := securemetrics.NewAuthorizer(cfg)
 			if err != nil {

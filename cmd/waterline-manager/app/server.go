@@ -252,7 +252,10 @@ func metricsOptions(opts *Options) (metricsserver.Options, error) {
 	}
 	tlsConfig, err := securemetrics.TLSConfig(opts.MetricsCertDir)
 	if err != nil {
-		return out, fmt.Errorf("--metrics-cert-dir: %w", err)
+		if opts.MetricsCertDir != "" {
+			err = fmt.Errorf("--metrics-cert-dir: %w", err)
+		}
+		return out, err
 	}
 	out.SecureServing = true
 	// Ours in place of controller-runtime's defaults, which offer HTTP/2
