@@ -66,7 +66,7 @@ verify: tools ## Fail if generated code is stale, code is not gofmt'ed, a licenc
 # scheduler benchmark compares with; the oldest supported kube-apiserver),
 # the real node's kubelet, kwok and helm. The code generators and
 # golangci-lint are for generate and verify.
-TEST_TOOLS := etcd kube-apiserver kube-apiserver-1.34 kube-controller-manager kube-scheduler kubectl kubelet kwok helm
+TEST_TOOLS := etcd kube-apiserver kube-apiserver-1.34 kube-controller-manager kube-scheduler kubectl kubelet kwok helm promtool
 
 .PHONY: test-tools
 test-tools: ## Build only the tools the tests run (cached like the rest)

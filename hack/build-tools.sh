@@ -38,6 +38,7 @@ declare -A module=(
   [kubelet]=k8s.io/kubernetes
   [helm]=helm.sh/helm/v4
   [golangci-lint]=github.com/golangci/golangci-lint/v2
+  [promtool]=github.com/prometheus/prometheus
 )
 declare -A package=(
   [etcd]=go.etcd.io/etcd/server/v3
@@ -57,6 +58,7 @@ declare -A package=(
   [kubelet]=k8s.io/kubernetes/cmd/kubelet
   [helm]=helm.sh/helm/v4/cmd/helm
   [golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+  [promtool]=github.com/prometheus/prometheus/cmd/promtool
 )
 # Tools whose dependencies must not meet the control plane's live in modules
 # of their own under hack/tools; the rest share hack/tools/go.mod. The
@@ -65,9 +67,11 @@ declare -A module_dir=(
   [helm]=helm
   [golangci-lint]=lint
   [kube-apiserver-1.34]=apiserver-1.34
+  [promtool]=promtool
 )
 # all: what `make tools` builds when no tool is named. The oldest supported
-# kube-apiserver is only for its test: `make test` names it (TEST_TOOLS).
+# kube-apiserver and promtool are only for their tests: `make test` names
+# them (TEST_TOOLS).
 all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kwok controller-gen client-gen lister-gen informer-gen applyconfiguration-gen conversion-gen defaulter-gen helm golangci-lint)
 
 dir_of() { echo "$tools_dir${module_dir[$1]:+/${module_dir[$1]}}"; }

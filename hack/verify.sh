@@ -45,7 +45,7 @@ bin/golangci-lint run ./... || failed=1
 echo ">> go mod tidy"
 # hack/tools only pins versions (tools.go imports programs, which go vet
 # refuses by design): a tidy go.mod is what there is to check.
-for dir in . hack/tools hack/tools/helm hack/tools/lint hack/tools/apiserver-1.34; do
+for dir in . hack/tools hack/tools/helm hack/tools/lint hack/tools/apiserver-1.34 hack/tools/promtool; do
   if ! (cd "$dir" && go mod tidy -diff >/dev/null); then
     echo "$dir/go.mod or go.sum is not tidy: run 'go mod tidy' in $dir" >&2
     (cd "$dir" && go mod tidy -diff | head -20) >&2 || true

@@ -53,7 +53,7 @@ import (
 // server does not serve fails the test.
 func TestChartCIValuesAreAdmitted(t *testing.T) {
 	t.Parallel()
-	c := testutil.StartCluster(t, testutil.Options{CRDPaths: append([]string{testutil.ServiceMonitorCRD(t)}, testutil.CertManagerCRDs(t)...)})
+	c := testutil.StartCluster(t, testutil.Options{CRDPaths: append([]string{testutil.ServiceMonitorCRD(t), testutil.PrometheusRuleCRD(t)}, testutil.CertManagerCRDs(t)...)})
 	ctx := t.Context()
 	client, err := dynamic.NewForConfig(c.Config)
 	if err != nil {
@@ -119,6 +119,9 @@ func TestChartCIValuesAreAdmitted(t *testing.T) {
 	}
 	if checkedKinds["ServiceMonitor"] < 3 {
 		t.Errorf("%d ServiceMonitors checked, want the agent's, the manager's and the scheduler's at least (ci/largest-values.yaml enables them)", checkedKinds["ServiceMonitor"])
+	}
+	if checkedKinds["PrometheusRule"] != 1 {
+		t.Errorf("%d PrometheusRules checked, want the chart's alerts (ci/largest-values.yaml enables them)", checkedKinds["PrometheusRule"])
 	}
 	if checkedKinds["Certificate"] == 0 || checkedKinds["Issuer"] == 0 {
 		t.Errorf("%d Certificates and %d Issuers checked, want cert-manager's objects (ci/largest-values.yaml enables them)", checkedKinds["Certificate"], checkedKinds["Issuer"])

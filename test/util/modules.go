@@ -38,6 +38,13 @@ func ServiceMonitorCRD(t testing.TB) string {
 	return filepath.Join(ModuleDir(t, PrometheusOperatorModule), "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml")
 }
 
+// PrometheusRuleCRD is the Prometheus Operator's PrometheusRule CRD, the
+// kind the chart's alerts are (monitoring.prometheusRules).
+func PrometheusRuleCRD(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(ModuleDir(t, PrometheusOperatorModule), "example", "prometheus-operator-crd", "monitoring.coreos.com_prometheusrules.yaml")
+}
+
 // CertManagerModule is cert-manager, whose CRDs the tests install so that
 // the chart's Certificates and Issuers meet the schema a cluster running
 // cert-manager checks them against; hack/tools/crds/go.mod pins its

@@ -1,0 +1,24 @@
+/*
+Copyright The Waterline Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package tools pins Prometheus's promtool, which hack/build-tools.sh
+// builds for the test that checks the chart's alerts and runs them on
+// series (test/integration's TestAlerts: promtool check rules, promtool
+// test rules). A module of its own: Prometheus's dependencies are not the
+// control plane's.
+package tools
+
+import _ "github.com/prometheus/prometheus/cmd/promtool"
