@@ -25,12 +25,6 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -41,40 +35,8 @@ import (
 // ServiceAccount, which may not read metrics. The agent serves the
 // certificate of agent.metricsCertSecret, the manager one it signed.
 func (s *system) testMetricsServedSecurely(t *testing.T) {
-	ctx := t.Context()
 	const scraper = "e2e-metrics-scraper"
-	if _, err := s.c.Kube.CoreV1().ServiceAccounts(agentNamespace).Create(ctx, &corev1.ServiceAccount{
-		ObjectMeta: metav1.ObjectMeta{Name: scraper},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.c.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: scraper},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: scraper},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: scraper},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: agentNamespace, Name: scraper}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = s.c.Kube.RbacV1().ClusterRoleBindings().Delete(ctx, scraper, metav1.DeleteOptions{})
-		_ = s.c.Kube.RbacV1().ClusterRoles().Delete(ctx, scraper, metav1.DeleteOptions{})
-	})
-	token := func(sa string) string {
-		tr, err := s.c.Kube.CoreV1().ServiceAccounts(agentNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("a token for %s: %v", sa, err)
-		}
-		return tr.Status.Token
-	}
-	reader, agentToken := token(scraper), token(agentName)
+	reader, agentToken := s.c.CreateMetricsReader(t, agentNamespace, scraper), s.c.MintToken(t, agentNamespace, agentName)
 
 	for _, tc := range []struct {
 		component string

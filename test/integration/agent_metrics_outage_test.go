@@ -23,10 +23,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -39,28 +35,11 @@ import (
 func TestAgentSecureMetricsWithTheAPIServerDown(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
-	ctx := t.Context()
 	const ns, sa = "monitoring", "prometheus"
 	c.CreateNamespace(t, ns, nil)
-	if _, err := c.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	// Two tokens of the same reader: one scrapes before the outage, one
 	// only during it.
-	known, unseen := mintToken(t, c, ns, sa), mintToken(t, c, ns, sa)
+	known, unseen := c.CreateMetricsReader(t, ns, sa), c.MintToken(t, ns, sa)
 
 	node := c.CreateNodes(t, "scraped", 1, testutil.NodeOptions{})[0].Name
 	proxy, kubeconfig := c.ProxiedKubeconfig(t)

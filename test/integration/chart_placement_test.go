@@ -106,7 +106,7 @@ func TestChartOnAMixedCluster(t *testing.T) {
 	t.Logf("the DaemonSet controller: %s", refusal)
 
 	args := checkPodArgs(t, c.Helm(t, "get", "hooks", "waterline", "-n", ns))
-	kubeconfig := tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-check"))
+	kubeconfig := tokenKubeconfig(t, c, c.MintToken(t, ns, "waterline-check"))
 	out, err := exec.CommandContext(ctx, testutil.BuildBinary(t, "waterline"), slices.Concat(args, []string{"--kubeconfig", kubeconfig})...).CombinedOutput()
 	var exit *exec.ExitError
 	if err == nil || !errors.As(err, &exit) {

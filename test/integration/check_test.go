@@ -191,7 +191,7 @@ func TestCheck(t *testing.T) {
 	}
 
 	// The test Pod's identity.
-	kubeconfig := tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-check"))
+	kubeconfig := tokenKubeconfig(t, c, c.MintToken(t, ns, "waterline-check"))
 	bin := testutil.BuildBinary(t, "waterline")
 	run := func(extra ...string) (string, bool) {
 		t.Helper()

@@ -116,7 +116,7 @@ func TestOldestSupportedAPIServer(t *testing.T) {
 
 	// waterline-scheduler, with the chart's configuration, as its
 	// ServiceAccount.
-	kubeconfig := tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-scheduler"))
+	kubeconfig := tokenKubeconfig(t, c, c.MintToken(t, ns, "waterline-scheduler"))
 	c.StartSchedulerWithConfig(t, schedulerConfigOf(t, decodeManifest(t, c.Helm(t, "get", "manifest", "waterline", "-n", ns)), kubeconfig),
 		"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig)
 

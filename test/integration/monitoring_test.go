@@ -29,7 +29,6 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -171,14 +170,14 @@ func TestMonitoring(t *testing.T) {
 		if code, _ := testutil.Scrape(t, url, "not-a-token"); code != http.StatusUnauthorized {
 			t.Errorf("GET %s with a made-up token: %d, want 401", url, code)
 		}
-		if code, _ := testutil.Scrape(t, url, mintToken(t, c, ns, stranger)); code != http.StatusForbidden {
+		if code, _ := testutil.Scrape(t, url, c.MintToken(t, ns, stranger)); code != http.StatusForbidden {
 			t.Errorf("GET %s as %s: %d, want 403", url, stranger, code)
 		}
 	}
 
 	t.Run("SchedulerScrapedAsDeployed", func(t *testing.T) {
 		// The scheduler's ServiceAccount, as its pod would have it.
-		kubeconfig := tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-scheduler"))
+		kubeconfig := tokenKubeconfig(t, c, c.MintToken(t, ns, "waterline-scheduler"))
 		config := schedulerConfigOf(t, objects, kubeconfig)
 		_, port := c.StartSchedulerWithConfig(t, config,
 			"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig)
@@ -200,7 +199,7 @@ func TestMonitoring(t *testing.T) {
 	// chart grants.
 	t.Run("ManagerScrapedAsDeployed", func(t *testing.T) {
 		port := testutil.FreePort(t)
-		c.StartManager(t, "--kubeconfig", tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-manager")),
+		c.StartManager(t, "--kubeconfig", tokenKubeconfig(t, c, c.MintToken(t, ns, "waterline-manager")),
 			workloadArg(t, objects, "waterline-manager", "--metrics-secure="),
 			"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port))
 		scrapeAsDeployed(t, "waterline-manager", port, "waterline-agent", "controller_runtime_reconcile_total", "workqueue_adds_total")
@@ -209,7 +208,7 @@ func TestMonitoring(t *testing.T) {
 		node := c.CreateNodes(t, "monitored", 1, testutil.NodeOptions{})[0].Name
 		a := startFixtureAgent(t, c, testutil.AgentOptions{
 			NodeName:      node,
-			Kubeconfig:    tokenKubeconfig(t, c, mintToken(t, c, ns, "waterline-agent")),
+			Kubeconfig:    tokenKubeconfig(t, c, c.MintToken(t, ns, "waterline-agent")),
 			SecureMetrics: workloadArg(t, objects, "waterline-agent", "--metrics-secure=") == "--metrics-secure=true",
 		})
 		port, err := strconv.Atoi(a.MetricsURL[strings.LastIndex(a.MetricsURL, ":")+1:])
@@ -391,18 +390,6 @@ func schedulerConfigOf(t *testing.T, objects []*unstructured.Unstructured, kubec
 	}
 	t.Fatal("the chart renders no waterline-scheduler-config ConfigMap")
 	return ""
-}
-
-// mintToken is a token of ServiceAccount ns/name (TokenRequest).
-func mintToken(t *testing.T, c *testutil.Cluster, ns, name string) string {
-	t.Helper()
-	tok, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("minting a token for %s/%s: %v", ns, name, err)
-	}
-	return tok.Status.Token
 }
 
 // tokenKubeconfig writes a copy of the cluster's kubeconfig that

@@ -37,19 +37,36 @@ func (c *Cluster) Helm(t testing.TB, args ...string) string {
 // HelmE is Helm returning the error instead of failing.
 func (c *Cluster) HelmE(t testing.TB, args ...string) (string, error) {
 	t.Helper()
+	out, err := helmCommand(t, append(args, "--kubeconfig", c.Kubeconfig)...).CombinedOutput()
+	return string(out), err
+}
+
+// HelmTemplate renders charts/waterline with helm template and args (no
+// cluster is asked) and returns the manifest.
+func HelmTemplate(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := helmCommand(t, append([]string{"template", "waterline", ChartDir()}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// helmCommand is bin/helm with args, its cache and configuration kept
+// inside the test.
+func helmCommand(t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
 	bin, err := toolPath("helm")
 	if err != nil {
 		t.Fatalf("%v (hack/build-tools.sh helm)", err)
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(bin, append(args, "--kubeconfig", c.Kubeconfig)...)
-	// Keep helm's cache and config inside the test.
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(cmd.Environ(),
 		"HELM_CACHE_HOME="+filepath.Join(dir, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(dir, "config"),
 		"HELM_DATA_HOME="+filepath.Join(dir, "data"))
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return cmd
 }
 
 // ChartDir is charts/waterline of this checkout.

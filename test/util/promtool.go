@@ -18,7 +18,6 @@ package util
 
 import (
 	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -34,25 +33,4 @@ func Promtool(t testing.TB, dir string, args ...string) (string, error) {
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	return string(out), err
-}
-
-// HelmTemplate renders charts/waterline with helm template and args (no
-// cluster is asked) and returns the manifest.
-func HelmTemplate(t testing.TB, args ...string) string {
-	t.Helper()
-	bin, err := toolPath("helm")
-	if err != nil {
-		t.Fatalf("%v (hack/build-tools.sh helm)", err)
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(bin, append([]string{"template", "waterline", ChartDir()}, args...)...)
-	cmd.Env = append(cmd.Environ(),
-		"HELM_CACHE_HOME="+filepath.Join(dir, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(dir, "config"),
-		"HELM_DATA_HOME="+filepath.Join(dir, "data"))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("helm template %v: %v\n%s", args, err, out)
-	}
-	return string(out)
 }

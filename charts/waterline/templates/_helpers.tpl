@@ -110,3 +110,14 @@ these are its ordering rules, in the same words.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The rules of a component serving a secure /metrics (secureMetrics): who
+a scraper is and whether it may get /metrics. */}}
+{{- define "waterline.metricsAuthRules" -}}
+- apiGroups: ["authentication.k8s.io"]
+  resources: ["tokenreviews"]
+  verbs: ["create"]
+- apiGroups: ["authorization.k8s.io"]
+  resources: ["subjectaccessreviews"]
+  verbs: ["create"]
+{{- end -}}

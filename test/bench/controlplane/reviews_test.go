@@ -23,10 +23,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/test/bench/benchutil"
 	testutil "github.com/waterline-dev/waterline/test/util"
@@ -46,29 +43,7 @@ func BenchmarkMetricsReviews(b *testing.B) {
 	ctx := b.Context()
 	const ns, sa = "monitoring", "prometheus"
 	c.CreateNamespace(b, ns, nil)
-	if _, err := c.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
-	}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	token := tr.Status.Token
+	token := c.CreateMetricsReader(b, ns, sa)
 	review := func(ctx context.Context) (authenticationv1.UserInfo, error) {
 		got, err := c.Kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 			Spec: authenticationv1.TokenReviewSpec{Token: token},
