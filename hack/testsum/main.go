@@ -16,8 +16,9 @@ limitations under the License.
 
 // Command testsum reads `go test -json` on stdin and prints a readable
 // summary: each package's result, the output of every failed test, every
-// skipped test with its reason, and a final "N passed, N failed, N
-// skipped" line. It exits 1 when anything failed (a test, a package
+// skipped test with its reason, then, last, each failed test again with
+// the lines that say why (a log cut to its tail still names them), and a
+// final "N passed, N failed, N skipped" line. It exits 1 when anything failed (a test, a package
 // build, or the input ended in the middle of a package).
 //
 //	go test -json ./... | go run ./hack/testsum
@@ -29,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -52,11 +54,50 @@ type summary struct {
 	passed, failed, skipped int
 	failedPkgs              []string
 	skips                   []string
-	started, ended          map[string]bool
+	// failures are the failed tests and packages, each with the lines of
+	// its output that say why, for the recap at the end.
+	failures       []failure
+	started, ended map[string]bool
 	// timed are the top-level tests that passed or failed, for the list of
 	// the slowest.
 	timed []timedTest
 }
+
+type failure struct {
+	name   string
+	reason []string
+}
+
+// recapLines is how many lines of a failure's output the recap repeats.
+const recapLines = 6
+
+// why picks from a failed test's output the lines that say why: the
+// test's own messages (file:line: ...), panics and timeouts; failing
+// that, its last lines. At most recapLines, the first ones.
+func why(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "=== ") || strings.HasPrefix(t, "--- ") {
+			continue
+		}
+		if fileLine.MatchString(t) || strings.HasPrefix(t, "panic:") || strings.HasPrefix(t, "test timed out") {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		for _, l := range lines {
+			if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "=== ") && !strings.HasPrefix(t, "--- ") && t != "FAIL" {
+				out = append(out, t)
+			}
+		}
+		out = out[max(0, len(out)-recapLines):]
+	}
+	return out[:min(len(out), recapLines)]
+}
+
+// fileLine matches a test's message: "name_test.go:12: ...".
+var fileLine = regexp.MustCompile(`^[\w.-]+\.go:\d+: `)
 
 type timedTest struct {
 	name    string
@@ -91,6 +132,7 @@ func (s *summary) add(e event) {
 			s.passed++
 		case "fail":
 			s.failed++
+			s.failures = append(s.failures, failure{name: e.Package + " " + e.Test, reason: why(s.output[k])})
 			fmt.Fprintf(s.out, "--- FAIL %s %s (%.1fs)\n", e.Package, e.Test, e.Elapsed)
 			for _, line := range s.output[k] {
 				fmt.Fprint(s.out, "    ", line)
@@ -116,11 +158,16 @@ func (s *summary) packageDone(e event) {
 		s.failedPkgs = append(s.failedPkgs, e.Package)
 		fmt.Fprintf(s.out, "FAIL %s (%.1fs)\n", e.Package, e.Elapsed)
 		// Build errors and panics outside a test land on the package.
+		var own []string
 		for _, line := range s.output[k] {
 			if strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "ok ") {
 				continue
 			}
+			own = append(own, line)
 			fmt.Fprint(s.out, "    ", line)
+		}
+		if len(own) > 0 {
+			s.failures = append(s.failures, failure{name: e.Package + " (the package)", reason: why(own)})
 		}
 	}
 	delete(s.output, k)
@@ -167,6 +214,15 @@ func (s *summary) finish() int {
 		fmt.Fprintf(s.out, "\n%d skipped:\n", len(s.skips))
 		for _, sk := range s.skips {
 			fmt.Fprintln(s.out, "  "+sk)
+		}
+	}
+	if len(s.failures) > 0 {
+		fmt.Fprintf(s.out, "\n%d failures (their output is above):\n", len(s.failures))
+		for _, f := range s.failures {
+			fmt.Fprintln(s.out, "  FAIL "+f.name)
+			for _, l := range f.reason {
+				fmt.Fprintln(s.out, "      "+l)
+			}
 		}
 	}
 	fmt.Fprintf(s.out, "\n%d passed, %d failed, %d skipped", s.passed, s.failed, s.skipped)

@@ -122,3 +122,40 @@ func TestSummaryListsTheSlowestTopLevelTests(t *testing.T) {
 		t.Errorf("a subtest is listed:\n%s", list)
 	}
 }
+
+// A log cut to its last lines, as CI shows it, still names each failed
+// test and why, after the long lists.
+func TestSummaryRecapsFailuresLast(t *testing.T) {
+	events := []event{{Action: "start", Package: "p"}}
+	for i := range 12 {
+		events = append(events, event{Action: "pass", Package: "p", Test: "TestOK" + string(rune('A'+i)), Elapsed: 1})
+	}
+	events = append(events,
+		event{Action: "output", Package: "p", Test: "TestFlaky", Output: "=== RUN   TestFlaky\n"},
+		event{Action: "output", Package: "p", Test: "TestFlaky", Output: "    log.go:7: the agent started\n"},
+		event{Action: "output", Package: "p", Test: "TestFlaky", Output: "agent: I1129 a log line of a process\n"},
+		event{Action: "output", Package: "p", Test: "TestFlaky", Output: "    flaky_test.go:42: want 200, got 500\n"},
+		event{Action: "output", Package: "p", Test: "TestFlaky", Output: "--- FAIL: TestFlaky (3.00s)\n"},
+		event{Action: "fail", Package: "p", Test: "TestFlaky", Elapsed: 3},
+		event{Action: "output", Package: "p", Test: "TestSilent", Output: "=== RUN   TestSilent\n"},
+		event{Action: "output", Package: "p", Test: "TestSilent", Output: "exit status 3\n"},
+		event{Action: "fail", Package: "p", Test: "TestSilent", Elapsed: 1},
+		event{Action: "fail", Package: "p", Elapsed: 5},
+	)
+	out, code := run(t, events...)
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	_, recap, ok := strings.Cut(out, "2 failures (their output is above):\n")
+	if !ok {
+		t.Fatalf("no recap of the failures:\n%s", out)
+	}
+	want := "  FAIL p TestFlaky\n      log.go:7: the agent started\n      flaky_test.go:42: want 200, got 500\n" +
+		"  FAIL p TestSilent\n      exit status 3\n\n12 passed, 2 failed, 0 skipped"
+	if !strings.HasPrefix(recap, want) {
+		t.Errorf("recap:\n%s\nwant it to start:\n%s", recap, want)
+	}
+	if strings.Contains(recap, "a log line of a process") || strings.Contains(recap, "slowest") {
+		t.Errorf("the recap repeats more than why, or is not last:\n%s", recap)
+	}
+}
