@@ -18,12 +18,15 @@ package e2e
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
@@ -33,7 +36,8 @@ import (
 // to a ServiceAccount allowed to get /metrics, as the chart's defaults
 // say, and refuse anyone else: no token, a made-up one, or the agent's own
 // ServiceAccount, which may not read metrics. The agent serves the
-// certificate of agent.metricsCertSecret, the manager one it signed.
+// certificate of agent.metricsCertSecret, which a scraper verifies with
+// the Secret's CA; the manager serves one it signed.
 func (s *system) testMetricsServedSecurely(t *testing.T) {
 	const scraper = "e2e-metrics-scraper"
 	reader, agentToken := s.c.CreateMetricsReader(t, agentNamespace, scraper), s.c.MintToken(t, agentNamespace, agentName)
@@ -61,13 +65,28 @@ func (s *system) testMetricsServedSecurely(t *testing.T) {
 			t.Errorf("%s serves a certificate for %v (CN %s); from the Secret %s: %v, want %v",
 				tc.component, served.DNSNames, served.Subject.CommonName, agentMetricsSecret, fromSecret, tc.certHost != "")
 		}
+		// A scraper that verifies the certificate of the Secret, as the
+		// chart's ServiceMonitor does with monitoring.serviceMonitors
+		// .tlsConfig: the Secret's ca.crt, for the certificate's name.
+		scraperTLS := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the manager's own certificate is self-signed
+		if tc.certHost != "" {
+			secret, err := s.c.Kube.CoreV1().Secrets(agentNamespace).Get(t.Context(), agentMetricsSecret, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
+				t.Fatalf("Secret %s has no ca.crt", agentMetricsSecret)
+			}
+			scraperTLS = &tls.Config{RootCAs: pool, ServerName: tc.certHost, MinVersion: tls.VersionTLS12}
+		}
 		url := "https://" + addr + "/metrics"
 		// The binding reaches the component's cached authorizer at once:
 		// it has not asked about this ServiceAccount before.
 		var code int
 		var body string
 		testutil.Eventually(t, 30*time.Second, time.Second, func() (bool, error) {
-			code, body = testutil.Scrape(t, url, reader)
+			code, body = testutil.ScrapeTLS(t, url, reader, scraperTLS)
 			return code == http.StatusOK, fmt.Errorf("%d %.200s", code, body)
 		}, "scraping %s's /metrics as %s", tc.component, scraper)
 		if !strings.Contains(body, tc.series) {

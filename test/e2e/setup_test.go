@@ -30,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -191,14 +190,10 @@ func (s *system) install(t *testing.T) {
 	// The agent serves /metrics with a certificate of the user's
 	// (agent.metricsCertSecret), the manager with one it signs.
 	s.c.CreateNamespace(t, agentNamespace, nil)
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(agentMetricsHost, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.c.Kube.CoreV1().Secrets(agentNamespace).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: agentMetricsSecret},
 		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+		Data:       testutil.ServingCertSecretData(t, agentMetricsHost),
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

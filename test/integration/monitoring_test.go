@@ -17,6 +17,8 @@ limitations under the License.
 package integration
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"maps"
 	"net"
@@ -29,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,7 +53,15 @@ func TestMonitoring(t *testing.T) {
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true, CRDPaths: []string{testutil.ServiceMonitorCRD(t)}})
 	const ns = "waterline-system"
 	c.CreateNamespace(t, ns, nil)
-	manifest := c.Helm(t, "template", "waterline", testutil.ChartDir(), "-n", ns, "--set", "monitoring.serviceMonitors.enabled=true")
+	// The agents serve a certificate of the user's (agent.metricsCertSecret,
+	// as cert-manager writes it), which their ServiceMonitor verifies; the
+	// manager and the scheduler serve their own, not verified.
+	const agentCertSecret, agentCertHost = "waterline-agent-metrics-tls", "waterline-agent-metrics.waterline-system.svc"
+	manifest := c.Helm(t, "template", "waterline", testutil.ChartDir(), "-n", ns, "--set", "monitoring.serviceMonitors.enabled=true",
+		"--set", "agent.metricsCertSecret="+agentCertSecret,
+		"--set", "monitoring.serviceMonitors.tlsConfig.agent.ca.secret.name="+agentCertSecret,
+		"--set", "monitoring.serviceMonitors.tlsConfig.agent.ca.secret.key=ca.crt",
+		"--set", "monitoring.serviceMonitors.tlsConfig.agent.serverName="+agentCertHost)
 	objects := decodeManifest(t, manifest)
 	monitors := scrapedComponents(t, objects)
 
@@ -107,8 +118,11 @@ func TestMonitoring(t *testing.T) {
 	// and the port the component serves on, then scrapes it at port as
 	// Prometheus would: the reader gets the page with every series in
 	// want, a request without a token gets 401, and another of the
-	// chart's ServiceAccounts, stranger, gets 403.
-	scrapeAsDeployed := func(t *testing.T, component string, port int, stranger string, want ...string) {
+	// chart's ServiceAccounts, stranger, gets 403. With verified the
+	// ServiceMonitor must verify the serving certificate, and the scrapes
+	// do, with the CA and server name it names; without, it must skip
+	// verification.
+	scrapeAsDeployed := func(t *testing.T, component string, port int, verified bool, stranger string, want ...string) {
 		t.Helper()
 		target, ok := monitors[component]
 		if !ok {
@@ -130,8 +144,25 @@ func TestMonitoring(t *testing.T) {
 		skipVerify, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify")
 		secretName, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "name")
 		secretKey, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "key")
-		if scheme != "https" || !skipVerify || secretName == "" || secretKey == "" {
-			t.Fatalf("%s's ServiceMonitor endpoint is %v: want https, a self-signed certificate accepted, and a bearer token from a Secret", component, ep)
+		if scheme != "https" || skipVerify == verified || secretName == "" || secretKey == "" {
+			t.Fatalf("%s's ServiceMonitor endpoint is %v: want https, the certificate verified: %v, and a bearer token from a Secret", component, ep, verified)
+		}
+		// What Prometheus checks the serving certificate against: the CA
+		// of the Secret the ServiceMonitor names, for its server name.
+		tlsConfig := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // as the ServiceMonitor says: a self-signed certificate
+		if verified {
+			caSecret, _, _ := unstructured.NestedString(ep, "tlsConfig", "ca", "secret", "name")
+			caKey, _, _ := unstructured.NestedString(ep, "tlsConfig", "ca", "secret", "key")
+			serverName, _, _ := unstructured.NestedString(ep, "tlsConfig", "serverName")
+			s, err := c.Kube.CoreV1().Secrets(ns).Get(t.Context(), caSecret, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("%s's ServiceMonitor verifies with the CA of Secret %q: %v", component, caSecret, err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(s.Data[caKey]) {
+				t.Fatalf("Secret %s has no PEM certificate under %q", caSecret, caKey)
+			}
+			tlsConfig = &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}
 		}
 		var token string
 		testutil.Eventually(t, time.Minute, 200*time.Millisecond, func() (bool, error) {
@@ -153,7 +184,7 @@ func TestMonitoring(t *testing.T) {
 			return true, conn.Close()
 		}, "waiting for %s to listen on %s", component, addr)
 		url := fmt.Sprintf("%s://%s%s", scheme, addr, urlPath)
-		code, body := testutil.Scrape(t, url, token)
+		code, body := testutil.ScrapeTLS(t, url, token, tlsConfig)
 		if code != http.StatusOK {
 			t.Fatalf("GET %s with the ServiceMonitor's token: %d %s", url, code, body)
 		}
@@ -181,7 +212,7 @@ func TestMonitoring(t *testing.T) {
 		config := schedulerConfigOf(t, objects, kubeconfig)
 		_, port := c.StartSchedulerWithConfig(t, config,
 			"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig)
-		scrapeAsDeployed(t, "waterline-scheduler", port, "waterline-agent", "waterline_loadaware_filter_refusals_total", "scheduler_pending_pods")
+		scrapeAsDeployed(t, "waterline-scheduler", port, false, "waterline-agent", "waterline_loadaware_filter_refusals_total", "scheduler_pending_pods")
 
 		// With the chart's RBAC the scheduler also takes its lease (the
 		// chart's configuration elects a leader).
@@ -202,20 +233,36 @@ func TestMonitoring(t *testing.T) {
 		c.StartManager(t, "--kubeconfig", tokenKubeconfig(t, c, c.MintToken(t, ns, "waterline-manager")),
 			workloadArg(t, objects, "waterline-manager", "--metrics-secure="),
 			"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port))
-		scrapeAsDeployed(t, "waterline-manager", port, "waterline-agent", "controller_runtime_reconcile_total", "workqueue_adds_total")
+		scrapeAsDeployed(t, "waterline-manager", port, false, "waterline-agent", "controller_runtime_reconcile_total", "workqueue_adds_total")
 	})
 	t.Run("AgentScrapedAsDeployed", func(t *testing.T) {
+		// agent.metricsCertSecret, mounted where the chart's
+		// --metrics-cert-dir says, as kubelet mounts it.
+		data := testutil.ServingCertSecretData(t, agentCertHost)
+		if _, err := c.Kube.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: agentCertSecret}, Type: corev1.SecretTypeTLS, Data: data,
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		certDir := t.TempDir()
+		for _, key := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+			if err := os.WriteFile(filepath.Join(certDir, key), data[key], 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		workloadArg(t, objects, "waterline-agent", "--metrics-cert-dir=")
 		node := c.CreateNodes(t, "monitored", 1, testutil.NodeOptions{})[0].Name
 		a := startFixtureAgent(t, c, testutil.AgentOptions{
 			NodeName:      node,
 			Kubeconfig:    tokenKubeconfig(t, c, c.MintToken(t, ns, "waterline-agent")),
 			SecureMetrics: workloadArg(t, objects, "waterline-agent", "--metrics-secure=") == "--metrics-secure=true",
+			Args:          []string{"--metrics-cert-dir=" + certDir},
 		})
 		port, err := strconv.Atoi(a.MetricsURL[strings.LastIndex(a.MetricsURL, ":")+1:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		scrapeAsDeployed(t, "waterline-agent", port, "waterline-manager", "waterline_agent_cycle_duration_seconds_count", "waterline_agent_node_cpu_usage_cores")
+		scrapeAsDeployed(t, "waterline-agent", port, true, "waterline-manager", "waterline_agent_cycle_duration_seconds_count", "waterline_agent_node_cpu_usage_cores")
 	})
 }
 

@@ -18,21 +18,31 @@ package util
 
 import (
 	"crypto/tls"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 // Scrape GETs url as Prometheus scrapes a secure /metrics: with token as
 // a bearer token (none when empty), not verifying the serving certificate
 // (the components sign their own, and the chart's ServiceMonitors skip
-// verification). It returns the status code and the body.
+// verification unless monitoring.serviceMonitors.tlsConfig says how). It
+// returns the status code and the body.
 func Scrape(t testing.TB, url, token string) (int, string) {
 	t.Helper()
-	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as the chart's ServiceMonitors scrape: self-signed serving certificates
-	}}
+	return ScrapeTLS(t, url, token, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // as the chart's ServiceMonitors scrape: self-signed serving certificates
+}
+
+// ScrapeTLS is Scrape with the client's TLS configuration: a scraper that
+// verifies the serving certificate. A failed handshake fails the test.
+func ScrapeTLS(t testing.TB, url, token string, config *tls.Config) (int, string) {
+	t.Helper()
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: config}}
 	defer client.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
@@ -51,4 +61,21 @@ func Scrape(t testing.TB, url, token string) (int, string) {
 		t.Fatalf("reading %s: %v", url, err)
 	}
 	return resp.StatusCode, string(body)
+}
+
+// ServingCertSecretData is the data of a kubernetes.io/tls Secret as
+// cert-manager writes one for host: tls.crt (the serving certificate, then
+// the CA that signed it), tls.key, and ca.crt (that CA alone).
+func ServingCertSecretData(t testing.TB, host string) map[string][]byte {
+	t.Helper()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// certutil writes the serving certificate, then its CA.
+	_, rest := pem.Decode(certPEM)
+	if ca, _ := pem.Decode(rest); ca == nil {
+		t.Fatalf("the certificate generated for %s has no CA after it", host)
+	}
+	return map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": rest}
 }
