@@ -184,10 +184,10 @@ func (s *system) testThrottleOnlyAsNeeded(t *testing.T) {
 	gap := min(minBatch/2, step/3)
 	capMilli := 1000 * s.allocatableCPU(t)
 	t.Logf("The node's pods use %.0fm with the Prod burner off, %.0fm on (a step of %.0fm); the least busy Batch pod %.0fm; load average %s",
-		1000*off["node"], 1000*on["node"], 1000*step, 1000*minBatch, loadAverage())
+		1000*off["node"], 1000*on["node"], 1000*step, 1000*minBatch, testutil.LoadAverage())
 	if gap < 0.04 {
 		t.Fatalf("the Prod burner adds %.0fm and a Batch pod uses %.0fm: too little for a gap above the agent's noise (the machine is busy: load average %s)",
-			1000*step, 1000*minBatch, loadAverage())
+			1000*step, 1000*minBatch, testutil.LoadAverage())
 	}
 	// Lines are whole percents of the node's CPU: the gap is at least the
 	// one planned, and at most 1 % more.
@@ -279,19 +279,6 @@ func (s *system) testThrottleOnlyAsNeeded(t *testing.T) {
 		return len(left) == 0, fmt.Errorf("still throttled: %v; node at %.0f %%", left, 100*s.nodeCPUFraction(t))
 	}, "waiting for the agent to restore every Batch quota once the Prod load is gone")
 	t.Logf("All Batch quotas restored")
-}
-
-// loadAverage is the machine's 1-, 5- and 15-minute load average.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // ownTheNode points the agent at the node's pods only (the proc view) and
