@@ -314,7 +314,7 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 			silent = append(silent, n.Name+": never reported")
 			continue
 		}
-		written, known := statusWritten(nm)
+		written, known := nodeload.ReportStored(nm)
 		if expired(nm, o) {
 			last := nm.Status.UpdateTime.Time
 			if known {
@@ -351,45 +351,27 @@ func checkNodeMetrics(s *Snapshot, o Options) Check {
 		c.Details = append(c.Details, missing...)
 	}
 	if len(skewed) > 0 {
-		// LoadAware times the reports it sees arrive by then
-		// (nodeload.Config.Observe), but the ones it lists when it
-		// starts by their updateTime.
+		// LoadAware ages reports by the API server's clock
+		// (nodeload.Config.Observe); other readers of status.updateTime,
+		// and the agent's own timestamps, go by the node's.
 		c.Status = max(c.Status, Warning)
-		c.Message += fmt.Sprintf("; %d with a clock more than %s off the API server's (after a scheduler restart LoadAware goes by it until their next report)", len(skewed), nodeload.MaxClockSkew)
+		c.Message += fmt.Sprintf("; %d with a clock more than %s off the API server's (LoadAware allows for it; readers of status.updateTime do not)", len(skewed), nodeload.MaxClockSkew)
 		c.Details = append(c.Details, skewed...)
 	}
 	c.Details = c.Details[:min(len(c.Details), maxDetails)]
 	return c
 }
 
-// statusWritten is when the API server last stored a report in the
-// NodeMetric's status, by its own clock: it stamps each managedFields
-// entry with its time when the entry's manager changes a field, and every
-// report changes status.updateTime, which the agent's entry owns (another
-// writer's status entry says nothing of the reports). ok is false when
-// the object does not say.
-func statusWritten(nm *v1alpha1.NodeMetric) (written time.Time, ok bool) {
-	for _, mf := range nm.ManagedFields {
-		if mf.Subresource == "status" && mf.Time != nil && mf.Time.After(written) &&
-			strings.Contains(mf.FieldsV1.GetRawString(), `"f:updateTime"`) {
-			written = mf.Time.Time
-		}
-	}
-	return written, !written.IsZero()
-}
-
 // expired is LoadAware's verdict on a NodeMetric, with o.StaleAfter as
-// its nodeMetricExpirationSeconds: never reported, or reported that long
-// ago. LoadAware ages each report from when it saw it arrive
-// (nodeload.Config.Observe), which is about when the API server stored it;
-// without that time, from its updateTime, as LoadAware does with a report
-// it lists at start.
+// its nodeMetricExpirationSeconds, as it judges one it lists at start:
+// never reported, or reported that long before o.Now, timed by when the
+// API server stored the report (nodeload.ReportStored) or, without that
+// time, by its updateTime. A running LoadAware times each later report
+// from when it saw it arrive, about the same time.
 func expired(nm *v1alpha1.NodeMetric, o Options) bool {
 	c := nodeload.Config{MetricExpiration: o.StaleAfter}
 	m := c.NewMetric(nm)
-	if written, known := statusWritten(nm); known {
-		c.Observe(c.NewMetric(&v1alpha1.NodeMetric{}), m, written)
-	}
+	c.Observe(nil, m, o.Now)
 	return c.Expired(m, o.Now)
 }
 

@@ -148,7 +148,7 @@ func TestEvaluate(t *testing.T) {
 				// Another writer of the status, later: not a report.
 				{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: now}, FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{}}}`)},
 			}
-		}, check: "NodeMetrics", want: Warning, saying: "2 of 2 nodes report fresh metrics; 1 with a clock more than 30s off the API server's (after a scheduler restart LoadAware goes by it until their next report) node-b: clock 3m40s behind the API server's"},
+		}, check: "NodeMetrics", want: Warning, saying: "2 of 2 nodes report fresh metrics; 1 with a clock more than 30s off the API server's (LoadAware allows for it; readers of status.updateTime do not) node-b: clock 3m40s behind the API server's"},
 		{name: "node clock ahead, stopped reporting", mutate: func(s *Snapshot) {
 			nm := s.NodeMetrics["node-b"]
 			nm.Status.UpdateTime = &metav1.Time{Time: now.Add(time.Minute)}

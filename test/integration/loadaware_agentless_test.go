@@ -34,7 +34,8 @@ import (
 // deletes the stale NodeMetrics of nodes whose agents are gone, the pods
 // LoadAware refused there go at once, not after the scheduler's periodic
 // flush of unschedulable pods (five minutes). And a node whose clock is
-// behind is not refused while its agent reports.
+// behind is not refused while its agent reports, nor by a scheduler
+// started since its last report.
 func TestLoadAwareWithoutAgents(t *testing.T) {
 	t.Parallel()
 	c := testutil.StartCluster(t, testutil.Options{KWOK: true})
@@ -62,8 +63,11 @@ func TestLoadAwareWithoutAgents(t *testing.T) {
 	if _, err := metrics.UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.BackdateReport(ctx, stale, old.Time); err != nil {
+		t.Fatal(err)
+	}
 
-	c.StartScheduler(t, sampleLoadAwareProfiles(t))
+	scheduler := c.StartScheduler(t, sampleLoadAwareProfiles(t))
 	c.CreateNamespace(t, laNamespace, nil)
 
 	t.Run("a NodeMetric never reported does not refuse its node", func(t *testing.T) {
@@ -109,6 +113,16 @@ func TestLoadAwareWithoutAgents(t *testing.T) {
 		createLAPod(t, c, "to-skewed", testutil.SchedulerName, skewed, nil)
 		if got := waitBound(t, c, "to-skewed")["to-skewed"]; got != skewed {
 			t.Errorf("pod bound to %s, want %s", got, skewed)
+		}
+
+		// A scheduler started now lists the report: it goes by when the
+		// API server stored it, seconds ago, not by its updateTime, and
+		// admits the node without waiting for the next report.
+		scheduler.Stop()
+		c.StartScheduler(t, sampleLoadAwareProfiles(t))
+		createLAPod(t, c, "to-skewed-after-restart", testutil.SchedulerName, skewed, nil)
+		if got := waitBound(t, c, "to-skewed-after-restart")["to-skewed-after-restart"]; got != skewed {
+			t.Errorf("after a scheduler restart, pod bound to %s, want %s", got, skewed)
 		}
 	})
 }

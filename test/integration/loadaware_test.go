@@ -324,8 +324,11 @@ func (r *reporter) write(t *testing.T, node string) error {
 			Reason: "OverWaterline", Message: "cpu over the forbid-scheduling waterline", LastTransitionTime: updated,
 		}}
 	}
-	_, err = client.UpdateStatus(ctx, nm, metav1.UpdateOptions{})
-	return err
+	if _, err = client.UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil || !stale {
+		return err
+	}
+	// Stored then too, as an agent gone since would have left it.
+	return r.c.BackdateReport(ctx, node, now)
 }
 
 // createLAPod creates a 1-core, 1Gi pod for scheduler, pinned to node when

@@ -421,8 +421,15 @@ func fidWriteMetric(t *testing.T, c *testutil.Cluster, want *v1alpha1.NodeMetric
 		return err
 	}
 	nm.Status = want.Status
-	_, err = client.UpdateStatus(ctx, nm, metav1.UpdateOptions{})
-	return err
+	if _, err = client.UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	// A stale report was stored when it was made, as an agent gone since
+	// would have left it (the simulator judges it by its updateTime).
+	if updated := want.Status.UpdateTime; updated != nil && time.Since(updated.Time) > time.Minute {
+		return c.BackdateReport(ctx, want.Name, updated.Time)
+	}
+	return nil
 }
 
 // fidOutcome waits until the real scheduler bound the pod (returning the

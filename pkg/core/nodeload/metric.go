@@ -17,6 +17,7 @@ limitations under the License.
 package nodeload
 
 import (
+	"bytes"
 	"cmp"
 	"math"
 	"slices"
@@ -40,6 +41,9 @@ type Metric struct {
 	// clock is off by more than MaxClockSkew, when the reader saw it
 	// (Observe).
 	dated time.Time
+	// stored is when the API server stored the report, by its own clock
+	// (ReportStored); zero when the object does not say.
+	stored time.Time
 	// expiresAt is when, in Unix nanoseconds, the metric expires under the
 	// Config that built it; 0 if it never reported. Kept as an integer
 	// because Filter and Score compare it for every node.
@@ -98,6 +102,7 @@ func (c *Config) NewMetric(nm *v1alpha1.NodeMetric) *Metric {
 	if st.UpdateTime != nil {
 		m.UpdateTime, m.dated = st.UpdateTime.Time, st.UpdateTime.Time
 		m.expiresAt = unixNanoSat(m.UpdateTime.Add(c.MetricExpiration))
+		m.stored, _ = ReportStored(nm)
 	}
 	if info := st.NodeMetric; info != nil {
 		m.NodeUsage = c.Resources.Vector(info.NodeUsage)
@@ -174,8 +179,11 @@ const MaxClockSkew = 30 * time.Second
 // if its updateTime is more than MaxClockSkew off (within it, by its
 // updateTime, as a reader without Observe dates it). The same report
 // again (a spec change, a resync) keeps prev's times. A report the reader
-// had not seen the node before with (its first list of the cluster) can
-// only be timed by its updateTime, taken as no later than now. A
+// had not seen the node before with (its first list of the cluster, as
+// after a restart) is timed by when the API server stored it
+// (ReportStored), by the API server's clock, and dated so when its
+// updateTime is more than MaxClockSkew off that; where the object does
+// not say, by its updateTime. Either is taken as no later than now. A
 // NodeMetric never reported stays expired.
 func (c *Config) Observe(prev, m *Metric, now time.Time) {
 	switch {
@@ -188,12 +196,37 @@ func (c *Config) Observe(prev, m *Metric, now time.Time) {
 		}
 		m.expiresAt = unixNanoSat(now.Add(c.MetricExpiration))
 	default:
-		if m.UpdateTime.After(now.Add(MaxClockSkew)) {
-			m.dated = now
+		arrived := m.UpdateTime
+		if !m.stored.IsZero() {
+			arrived = m.stored
 		}
-		m.expiresAt = unixNanoSat(minTime(m.UpdateTime, now).Add(c.MetricExpiration))
+		arrived = minTime(arrived, now)
+		if d := m.UpdateTime.Sub(arrived); d > MaxClockSkew || d < -MaxClockSkew {
+			m.dated = arrived
+		}
+		m.expiresAt = unixNanoSat(arrived.Add(c.MetricExpiration))
 	}
 }
+
+// ReportStored is when the API server last stored a report in nm's
+// status, by its own clock: it stamps each managedFields entry with the
+// time its manager last changed a field, and every report changes
+// status.updateTime, which the reporting agent's entry owns (another
+// writer's status entry says nothing of the reports). ok is false when
+// the object does not say (managedFields dropped by the reader, or a
+// report written before they were kept).
+func ReportStored(nm *v1alpha1.NodeMetric) (stored time.Time, ok bool) {
+	for _, mf := range nm.ManagedFields {
+		if mf.Subresource == "status" && mf.Time != nil && mf.Time.After(stored) &&
+			bytes.Contains(mf.FieldsV1.GetRawBytes(), updateTimeField) {
+			stored = mf.Time.Time
+		}
+	}
+	return stored, !stored.IsZero()
+}
+
+// updateTimeField is status.updateTime in a managedFields entry's fields.
+var updateTimeField = []byte(`"f:updateTime"`)
 
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {

@@ -196,6 +196,19 @@ func TestObserve(t *testing.T) {
 	c := mustConfig(t, defaultSpec()) // 180 s expiry
 	now := t0.Add(time.Hour)
 	metric := func(updated time.Time) *Metric { return c.NewMetric(makeMetric("n", updated).obj()) }
+	// stored: a report the API server stored at at, as its managedFields
+	// say (the agent's status entry owns updateTime; another writer's
+	// later status entry is no report).
+	stored := func(updated, at time.Time) *Metric {
+		nm := makeMetric("n", updated).obj()
+		nm.ManagedFields = []metav1.ManagedFieldsEntry{
+			{Manager: "waterline-agent", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+				Time: &metav1.Time{Time: at}, FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:nodeMetric":{},"f:updateTime":{}}}`)},
+			{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+				Time: &metav1.Time{Time: now}, FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{}}}`)},
+		}
+		return c.NewMetric(nm)
+	}
 	seen := func(updated, at time.Time) *Metric { // a new report, seen at at
 		m := metric(updated)
 		c.Observe(metric(updated.Add(-time.Minute)), m, at)
@@ -212,6 +225,11 @@ func TestObserve(t *testing.T) {
 		{"first seen, honest clock", nil, metric(now.Add(-30 * time.Second)), now.Add(150 * time.Second), now.Add(-30 * time.Second)},
 		{"first seen, clock 10 min ahead", nil, metric(now.Add(10 * time.Minute)), now.Add(180 * time.Second), now},
 		{"first seen, clock 5 min behind", nil, metric(now.Add(-5 * time.Minute)), now.Add(-2 * time.Minute), now.Add(-5 * time.Minute)},
+		{"first seen, stored 20 s ago, honest clock", nil, stored(now.Add(-21*time.Second), now.Add(-20*time.Second)), now.Add(160 * time.Second), now.Add(-21 * time.Second)},
+		{"first seen, stored 20 s ago, clock 5 min behind", nil, stored(now.Add(-5*time.Minute), now.Add(-20*time.Second)), now.Add(160 * time.Second), now.Add(-20 * time.Second)},
+		{"first seen, stored 20 s ago, clock 10 min ahead", nil, stored(now.Add(10*time.Minute), now.Add(-20*time.Second)), now.Add(160 * time.Second), now.Add(-20 * time.Second)},
+		{"first seen, stored 4 min ago", nil, stored(now.Add(-4*time.Minute), now.Add(-4*time.Minute)), now.Add(-time.Minute), now.Add(-4 * time.Minute)},
+		{"first seen, stored by an API server clock ahead of the reader's", nil, stored(now, now.Add(time.Hour)), now.Add(180 * time.Second), now},
 		{"new report, honest clock", seen(now.Add(-50*time.Second), now.Add(-time.Minute)), metric(now.Add(-20 * time.Second)), now.Add(180 * time.Second), now.Add(-20 * time.Second)},
 		{"new report, clock 5 min behind", seen(now.Add(-6*time.Minute), now.Add(-time.Minute)), metric(now.Add(-5 * time.Minute)), now.Add(180 * time.Second), now},
 		{"new report, clock 10 min ahead", seen(now.Add(9*time.Minute), now.Add(-time.Minute)), metric(now.Add(10 * time.Minute)), now.Add(180 * time.Second), now},

@@ -422,7 +422,7 @@ func TestNodeMetricAgedByTheSchedulersClock(t *testing.T) {
 	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil, metric("n", t0.Add(behind)).usage("1", "1Gi").obj())
 	p := pod("p", "1", "1Gi").Obj()
 	if s := e.filter(p, "n"); s.Code() != fwk.UnschedulableAndUnresolvable || s.Reasons()[0] != ReasonNodeMetricExpired {
-		t.Errorf("the listed report, 5 min old by its updateTime: %v, want refused as expired", s)
+		t.Errorf("the listed report, 5 min old by its updateTime and without managedFields: %v, want refused as expired", s)
 	}
 	now := t0.Add(time.Minute)
 	e.clock.SetTime(now)
@@ -438,6 +438,31 @@ func TestNodeMetricAgedByTheSchedulersClock(t *testing.T) {
 	e.clock.SetTime(now.Add(180 * time.Second))
 	if s := e.filter(p, "n"); s.Code() != fwk.UnschedulableAndUnresolvable || s.Reasons()[0] != ReasonNodeMetricExpired {
 		t.Errorf("180 s after the scheduler saw the report: %v, want refused as expired", s)
+	}
+}
+
+// TestListedReportAgedByTheAPIServersClock: after a scheduler restart the
+// reports it lists are aged from when the API server stored them (the
+// agent's managedFields entry), not by the updateTime of a node whose clock
+// is 5 minutes behind: a report stored 20 s ago fits until 160 s from now.
+func TestListedReportAgedByTheAPIServersClock(t *testing.T) {
+	nm := metric("n", t0.Add(-5*time.Minute)).usage("1", "1Gi").obj()
+	nm.ManagedFields = []metav1.ManagedFieldsEntry{{
+		Manager: "waterline-agent", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+		Time: &metav1.Time{Time: t0.Add(-20 * time.Second)}, FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:updateTime":{}}}`),
+	}}
+	e := newEnv(t, nil, []*corev1.Node{node16("n").Obj()}, nil, nm)
+	p := pod("p", "1", "1Gi").Obj()
+	if s := e.filter(p, "n"); !s.IsSuccess() {
+		t.Errorf("a listed report stored 20 s ago, stamped 5 min ago by the node's clock: %v, want a fit", s)
+	}
+	e.clock.SetTime(t0.Add(159 * time.Second))
+	if s := e.filter(p, "n"); !s.IsSuccess() {
+		t.Errorf("179 s after the API server stored the report: %v, want a fit", s)
+	}
+	e.clock.SetTime(t0.Add(160 * time.Second))
+	if s := e.filter(p, "n"); s.Code() != fwk.UnschedulableAndUnresolvable || s.Reasons()[0] != ReasonNodeMetricExpired {
+		t.Errorf("180 s after the API server stored the report: %v, want refused as expired", s)
 	}
 }
 
