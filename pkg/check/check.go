@@ -39,6 +39,7 @@ import (
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/core/nodeload"
+	"github.com/waterline-dev/waterline/pkg/webhookprobe"
 )
 
 // Status is a check's verdict.
@@ -56,6 +57,17 @@ const (
 // MarshalText writes the status as String does ("ok", "warning",
 // "FAIL"), in JSON too.
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads what MarshalText writes.
+func (s *Status) UnmarshalText(text []byte) error {
+	for _, st := range []Status{OK, Warning, Failure} {
+		if string(text) == st.String() {
+			*s = st
+			return nil
+		}
+	}
+	return fmt.Errorf("check status %q: want ok, warning or FAIL", text)
+}
 
 func (s Status) String() string {
 	switch s {
@@ -131,6 +143,26 @@ type Snapshot struct {
 	// ReadyEndpoints counts the ready endpoints of Services, by
 	// "namespace/name", for the Services the webhooks call.
 	ReadyEndpoints map[string]int
+	// Probe is what the webhook probe found (pkg/webhookprobe); nil when
+	// the cluster has no probe configuration (the manager serves no
+	// webhook, or a chart from before the probe).
+	Probe *Probe
+}
+
+// Probe is the outcome of a dry-run request that only the manager's probe
+// webhook sees.
+type Probe struct {
+	// Answered names the manager replica that answered; empty when the
+	// API server admitted the request without calling the webhook.
+	Answered string
+	// Err is why the API server refused the request; empty when it
+	// admitted it.
+	Err string
+	// Forbidden is true when the refusal is the check's own
+	// authorization, not the webhook's.
+	Forbidden bool
+	// Took is how long the request took.
+	Took time.Duration
 }
 
 // Webhook is one webhook of an admission webhook configuration.
@@ -405,7 +437,10 @@ func checkWebhooks(s *Snapshot) Check {
 	c := Check{Name: "webhooks"}
 	var problems []string
 	status := OK
-	for _, w := range s.Webhooks {
+	// The probe's own configuration intercepts nothing but the probe,
+	// which tests its path.
+	webhooks := slices.DeleteFunc(slices.Clone(s.Webhooks), func(w Webhook) bool { return w.Configuration == webhookprobe.Configuration })
+	for _, w := range webhooks {
 		severity := Failure
 		consequence := "requests it intercepts are refused (failurePolicy Fail)"
 		if w.FailurePolicy == admissionregistrationv1.Ignore {
@@ -424,14 +459,49 @@ func checkWebhooks(s *Snapshot) Check {
 		status = max(status, severity)
 	}
 	c.Status = status
-	c.Message = fmt.Sprintf("%d webhook%s", len(s.Webhooks), plural(len(s.Webhooks)))
+	c.Message = fmt.Sprintf("%d webhook%s", len(webhooks), plural(len(webhooks)))
 	if len(problems) > 0 {
 		c.Message += fmt.Sprintf(", %d not reachable", len(problems))
 		c.Details = problems[:min(len(problems), maxDetails)]
-	} else if len(s.Webhooks) > 0 {
+	} else if len(webhooks) > 0 {
 		c.Message += ", each with a CA bundle and a ready endpoint (or a URL)"
 	}
+	probeWebhooks(&c, s)
 	return c
+}
+
+// probeWebhooks adds what the webhook probe found to c. A probe the API
+// server could not deliver means every Waterline webhook is unreachable:
+// a failure when one of them fails closed, a warning when all fail open.
+func probeWebhooks(c *Check, s *Snapshot) {
+	p := s.Probe
+	if p == nil {
+		return
+	}
+	severity, consequence := Warning, "requests the webhooks intercept go through unchecked and unchanged (failurePolicy Ignore)"
+	if !slices.ContainsFunc(s.Webhooks, func(w Webhook) bool { return w.Configuration != webhookprobe.Configuration }) {
+		consequence = "no other Waterline webhook is installed"
+	}
+	for _, w := range s.Webhooks {
+		if w.Configuration != webhookprobe.Configuration && w.FailurePolicy != admissionregistrationv1.Ignore {
+			severity, consequence = Failure, fmt.Sprintf("requests %s intercepts are refused (failurePolicy Fail)", w.Configuration+"/"+w.Name)
+			break
+		}
+	}
+	switch {
+	case p.Forbidden:
+		c.Status = max(c.Status, Warning)
+		c.Message += fmt.Sprintf("; the webhook server was not probed: these credentials may not create ConfigMaps in %s (%s)", s.Namespace, p.Err)
+	case p.Err != "":
+		c.Status = max(c.Status, severity)
+		c.Message += "; the API server cannot reach the manager's webhook server"
+		c.Details = append([]string{fmt.Sprintf("probe: %s; %s", p.Err, consequence)}, c.Details...)[:min(len(c.Details)+1, maxDetails)]
+	case p.Answered == "":
+		c.Status = max(c.Status, Warning)
+		c.Message += fmt.Sprintf("; the probe went through without reaching the manager (%s selects no dry-run ConfigMap labelled %s in %s)", webhookprobe.Configuration, webhookprobe.Label, s.Namespace)
+	default:
+		c.Message += fmt.Sprintf("; the API server reached the manager's webhook server (%s answered in %s)", p.Answered, p.Took.Round(time.Millisecond))
+	}
 }
 
 func plural(n int) string {

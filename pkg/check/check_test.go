@@ -33,6 +33,7 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/extension"
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/webhookprobe"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -75,9 +76,20 @@ func healthy() *Snapshot {
 			CABundle: []byte("ca"),
 			Service:  &admissionregistrationv1.ServiceReference{Namespace: "waterline-system", Name: "waterline-webhook"},
 		},
+	}, {
+		Configuration: webhookprobe.Configuration, Name: "probe.waterline.dev", FailurePolicy: admissionregistrationv1.Fail,
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{
+			CABundle: []byte("ca"),
+			Service:  &admissionregistrationv1.ServiceReference{Namespace: "waterline-system", Name: "waterline-webhook"},
+		},
 	}}
+	s.Probe = &Probe{Answered: "waterline-manager-0", Took: 12 * time.Millisecond}
 	return s
 }
+
+// unreachable is the API server's refusal of the probe when it cannot call
+// the webhook.
+const unreachable = `Internal error occurred: failed calling webhook "probe.waterline.dev": failed to call webhook: Post "https://waterline-webhook.waterline-system.svc:443/validate-waterline-webhook-probe?timeout=10s": context deadline exceeded`
 
 // reportFields are the fields an agent's report sets, as managedFields
 // record them.
@@ -170,6 +182,22 @@ func TestEvaluate(t *testing.T) {
 		{name: "webhook by URL", mutate: func(s *Snapshot) {
 			s.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:9443/mutate")}
 		}, check: "webhooks", want: OK, saying: "1 webhook,"},
+		{name: "webhook server reached", check: "webhooks", want: OK,
+			saying: "each with a CA bundle and a ready endpoint (or a URL); the API server reached the manager's webhook server (waterline-manager-0 answered in 12ms)"},
+		{name: "webhook server unreachable", mutate: func(s *Snapshot) { s.Probe = &Probe{Err: unreachable} }, check: "webhooks", want: Failure,
+			saying: "probe: " + unreachable + "; requests waterline-colocation-profiles/profiles.waterline.dev intercepts are refused (failurePolicy Fail)"},
+		{name: "webhook server unreachable, every webhook failing open", mutate: func(s *Snapshot) {
+			s.Probe = &Probe{Err: unreachable}
+			s.Webhooks[0].FailurePolicy = admissionregistrationv1.Ignore
+		}, check: "webhooks", want: Warning, saying: "the API server cannot reach the manager's webhook server"},
+		{name: "webhook probe not allowed to the check", mutate: func(s *Snapshot) {
+			s.Probe = &Probe{Forbidden: true, Err: `configmaps is forbidden: User "x" cannot create resource "configmaps"`}
+		}, check: "webhooks", want: Warning, saying: "not probed: these credentials may not create ConfigMaps in waterline-system"},
+		{name: "webhook probe not selected", mutate: func(s *Snapshot) { s.Probe = &Probe{} }, check: "webhooks", want: Warning,
+			saying: "the probe went through without reaching the manager"},
+		{name: "no webhook probe (an older chart)", mutate: func(s *Snapshot) {
+			s.Probe, s.Webhooks = nil, s.Webhooks[:1]
+		}, check: "webhooks", want: OK, saying: "1 webhook, each with a CA bundle and a ready endpoint (or a URL)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := healthy()
@@ -236,5 +264,25 @@ func TestWriteJSON(t *testing.T) {
 		if c.Status != want {
 			t.Errorf("check %s: status %q, want %q\n%s", c.Name, c.Status, want, buf.String())
 		}
+	}
+}
+
+// A report written as JSON reads back the same.
+func TestReportJSONRoundTrip(t *testing.T) {
+	want := Evaluate(healthy(), opts)
+	want.Checks[0].Status, want.Checks[1].Status = Warning, Failure
+	data, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Report
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("reading back %s: %v", data, err)
+	}
+	if got.Checks[0].Status != Warning || got.Checks[1].Status != Failure || got.Checks[2].Status != OK || len(got.Checks) != len(want.Checks) {
+		t.Errorf("read back %+v, want %+v", got, want)
+	}
+	if err := json.Unmarshal([]byte(`{"checks":[{"status":"fine"}]}`), &got); err == nil || !strings.Contains(err.Error(), `"fine"`) {
+		t.Errorf("an unknown status read without an error naming it: %v", err)
 	}
 }

@@ -37,14 +37,15 @@ import (
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
 	"github.com/waterline-dev/waterline/pkg/client/clientset/versioned"
+	"github.com/waterline-dev/waterline/pkg/webhookprobe"
 )
 
 // Collect reads what Evaluate checks, with the leases named (empty names
 // are skipped). It needs get on Waterline's namespace's deployments,
 // daemonsets and leases (the ones it names), list on its pods and events,
-// and list on nodes, nodemetrics, mutating- and
-// validatingwebhookconfigurations and the endpointslices of the webhooks'
-// Services' namespaces.
+// create on its configmaps (the webhook probe's dry run), and list on
+// nodes, nodemetrics, mutating- and validatingwebhookconfigurations and
+// the endpointslices of the webhooks' Services' namespaces.
 func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interface, namespace string, leases ...string) (*Snapshot, error) {
 	s := &Snapshot{
 		Namespace:      namespace,
@@ -151,8 +152,43 @@ func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interf
 		}
 		s.ReadyEndpoints[key] = readyEndpoints(eps.Items)
 	}
+	if slices.ContainsFunc(s.Webhooks, func(w Webhook) bool { return w.Configuration == webhookprobe.Configuration }) {
+		s.Probe = probe(ctx, kube, namespace)
+	}
 	return s, nil
 }
+
+// probe creates, with dryRun=All, a ConfigMap that only the manager's
+// probe webhook sees (pkg/webhookprobe) and reads its answer from the
+// warnings: the API server calls the webhook as it calls every other
+// Waterline webhook, and stores nothing.
+func probe(ctx context.Context, kube kubernetes.Interface, namespace string) *Probe {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: "waterline-webhook-probe-", Namespace: namespace, Labels: map[string]string{webhookprobe.Label: "true"},
+	}}
+	p := &Probe{}
+	start := time.Now()
+	err := kube.CoreV1().RESTClient().Post().Namespace(namespace).Resource("configmaps").
+		Param("dryRun", metav1.DryRunAll).Body(cm).
+		WarningHandler(warningFunc(func(text string) {
+			if replica, ok := webhookprobe.Answered(text); ok {
+				p.Answered = replica
+			}
+		})).
+		Do(ctx).Error()
+	p.Took = time.Since(start)
+	if err != nil {
+		p.Err = err.Error()
+		// The check's own RBAC, not a webhook's refusal.
+		p.Forbidden = apierrors.IsForbidden(err) && !strings.Contains(p.Err, "admission webhook")
+	}
+	return p
+}
+
+// warningFunc handles warning headers with a function of their text.
+type warningFunc func(text string)
+
+func (f warningFunc) HandleWarningHeader(_ int, _ string, text string) { f(text) }
 
 // collectAgents reads the nodes the agent DaemonSet ds has pods on and
 // its Warning events.

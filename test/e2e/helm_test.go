@@ -66,6 +66,11 @@ func (s *system) testHelmUpgradeAndUninstall(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "NodeMetrics") {
 		t.Errorf("waterline check after helm test passed: %v\n%s", err, out)
 	}
+	// Its webhook probe went from the API server to the chart's manager
+	// pod, as every webhook call does.
+	if !strings.Contains(string(out), "the API server reached the manager's webhook server (waterline-manager-") {
+		t.Errorf("waterline check did not reach the manager's webhook server through the API server:\n%s", out)
+	}
 	t.Logf("helm test passed in %v; waterline check:\n%s", time.Since(begin).Round(100*time.Millisecond), out)
 
 	ns := s.namespace(t, "uninstall")

@@ -43,6 +43,14 @@ app.kubernetes.io/part-of: waterline
 {{- end -}}
 {{- end -}}
 
+{{/* "true" when the manager serves admission webhooks (any is on). */}}
+{{- define "waterline.servesWebhooks" -}}
+{{- $agentScope := and .Values.agent.enabled .Values.agent.nodeScoped -}}
+{{- if or .Values.webhooks.colocation.enabled .Values.webhooks.priorityQuota.enabled $agentScope .Values.webhooks.daemonSetPriority.enabled -}}
+true
+{{- end -}}
+{{- end -}}
+
 {{/* Namespaces whose pods never go through Waterline's webhooks. */}}
 {{- define "waterline.webhookExcludedNamespaces" -}}
 {{- $ns := list "kube-system" .Release.Namespace -}}

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -52,10 +53,12 @@ import (
 	"github.com/waterline-dev/waterline/pkg/manager/policystatus"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/agentscope"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/daemonset"
+	"github.com/waterline-dev/waterline/pkg/manager/webhook/probe"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/profile"
 	"github.com/waterline-dev/waterline/pkg/manager/webhook/quota"
 	"github.com/waterline-dev/waterline/pkg/securemetrics"
 	"github.com/waterline-dev/waterline/pkg/version"
+	"github.com/waterline-dev/waterline/pkg/webhookprobe"
 )
 
 // NewCommand returns the waterline-manager command.
@@ -187,6 +190,7 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 		}
 	}
 	if opts.Webhooks {
+		mgr.GetWebhookServer().Register(webhookprobe.Path, &webhook.Admission{Handler: &probe.Handler{Replica: replicaName()}})
 		mgr.GetWebhookServer().Register(profile.Path, &webhook.Admission{Handler: &profile.Handler{
 			Reader:   mgr.GetClient(),
 			Decoder:  admission.NewDecoder(mgr.GetScheme()),
@@ -240,6 +244,17 @@ func setup(mgr ctrl.Manager, opts *Options) error {
 		}
 	}
 	return nil
+}
+
+// replicaName names this manager replica: its pod ($POD_NAME, which the
+// chart sets; the host name is the node's on the host network), or the
+// host name.
+func replicaName() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	name, _ := os.Hostname()
+	return name
 }
 
 // metricsOptions serves /metrics as --metrics-secure says: over HTTPS

@@ -53,12 +53,15 @@ create their pods); every node with an agent reporting, and no NodeMetric
 older than --stale-after (LoadAware refuses a node with an older one), and
 each node's clock against the API server's; the
 Mid and Batch tier resources on the nodes that report; every Waterline
-admission webhook with a CA bundle and a ready endpoint. Prints a line per
-check and exits non-zero when one fails. The chart's "helm test" runs it.
+admission webhook with a CA bundle and a ready endpoint, and the API server
+reaching the manager's webhook server (a dry-run request only the manager's
+probe webhook sees). Prints a line per check and exits non-zero when one
+fails. The chart's "helm test" runs it.
 
-It only reads the cluster: get on the namespace's deployments, daemonsets and
-leases, list on its pods and events; list on nodes, nodemetrics, webhook
-configurations and endpointslices.`,
+It only reads the cluster, but for the probe's ConfigMap, created with
+dryRun=All and never stored: get on the namespace's deployments, daemonsets
+and leases, list on its pods and events, create on its configmaps; list on
+nodes, nodemetrics, webhook configurations and endpointslices.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
