@@ -275,10 +275,11 @@ func TestAgentReportsNodeMetric(t *testing.T) {
 		t.Errorf("node CPU %.3f, system %.3f, pod %.3f: want node ≥ pod and node − pod ≤ system ≤ node", nodeCPU, sysCPU, podCPU)
 	}
 	// Memory never floors here (the node has far more than the pod):
-	// system = node − pod to within the averages' rounding plus 1 %
-	// (the node's memory moves with other work on the machine between
-	// samples; both averages see the same samples).
-	if nodeMem < podMem || math.Abs(sysMem-(nodeMem-podMem)) > 0.01*nodeMem+2 {
+	// system = node − pod, as in every sample, to within the cache's
+	// float32 rounding (a part in 2^24 of each value): the three averages
+	// are over the same samples however the node's memory moves with
+	// other work on the machine (reporter.BuildUsage reads one window).
+	if nodeMem < podMem || math.Abs(sysMem-(nodeMem-podMem)) > 64<<10 {
 		t.Errorf("node memory %.1f MiB, system %.1f MiB, pod %.1f MiB: want system = node − pod", nodeMem/mib, sysMem/mib, podMem/mib)
 	}
 	if len(info.AggregatedNodeUsages) != 2 || info.AggregatedNodeUsages[0].Duration.Duration != window || info.AggregatedNodeUsages[1].Duration.Duration != time.Minute {

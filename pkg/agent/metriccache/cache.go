@@ -443,52 +443,81 @@ func (c *Cache) eachValueLocked(s *series, lo, hi uint64, fn func(seq uint64, v 
 
 // Aggregate returns the statistics of a series over the window ending now
 // (the clock's now), and false when the series has no value in it.
-func (c *Cache) Aggregate(k SeriesKey, window time.Duration) (Aggregate, bool) {
-	buf := getScratch()
-	defer putScratch(buf)
-	c.mu.RLock()
-	s := c.series[k]
-	if s == nil {
-		c.mu.RUnlock()
-		return Aggregate{}, false
-	}
-	lo, hi := c.windowLocked(c.clock.Now(), window)
-	*buf = c.appendValuesLocked((*buf)[:0], s, lo, hi)
-	c.mu.RUnlock()
-	return aggregate(*buf)
+func (c *Cache) Aggregate(k SeriesKey, window time.Duration) (a Aggregate, ok bool) {
+	c.InWindow(window, func(w *Window) { a, ok = w.Aggregate(k) })
+	return a, ok
 }
 
 // AggregateKind returns the statistics over the window ending now of every
 // series of a kind and resource (every pod's CPU, say), by series ID.
 // Series without a value in the window are left out.
 func (c *Cache) AggregateKind(kind Kind, r Resource, window time.Duration) map[string]Aggregate {
-	buf := getScratch()
-	defer putScratch(buf)
-	out := map[string]Aggregate{}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	lo, hi := c.windowLocked(c.clock.Now(), window)
-	for k, s := range c.series {
-		if k.Kind != kind || k.Resource != r {
-			continue
+	var out map[string]Aggregate
+	c.InWindow(window, func(w *Window) {
+		out = map[string]Aggregate{}
+		for k, s := range c.series {
+			if k.Kind != kind || k.Resource != r {
+				continue
+			}
+			if a, ok := w.aggregate(s); ok {
+				out[k.ID] = a
+			}
 		}
-		*buf = c.appendValuesLocked((*buf)[:0], s, lo, hi)
-		if a, ok := aggregate(*buf); ok {
-			out[k.ID] = a
-		}
-	}
+	})
 	return out
 }
 
 // AverageKind returns, by ID, the window average of every series of a kind
 // and resource that has a value in the window: the Avg of AggregateKind
 // without the percentiles, which cost a selection over each series' values.
-func (c *Cache) AverageKind(kind Kind, r Resource, window time.Duration) map[string]float64 {
+func (c *Cache) AverageKind(kind Kind, r Resource, window time.Duration) (out map[string]float64) {
+	c.InWindow(window, func(w *Window) { out = w.AverageKind(kind, r) })
+	return out
+}
+
+// InWindow calls read with the samples whose times are in (now − window,
+// now], the clock's now taken once, holding the cache's read lock: every
+// read through w sees the same samples, whatever the collect loop appends
+// meanwhile, so sums across series hold over the window as they hold in
+// each sample (node = system + pods). read must not call the Cache.
+func (c *Cache) InWindow(window time.Duration, read func(w *Window)) {
+	buf := getScratch()
+	defer putScratch(buf)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := make(map[string]float64, len(c.series)/4)
-	lo, hi := c.windowLocked(c.clock.Now(), window)
-	for k, s := range c.series {
+	w := &Window{c: c, buf: buf}
+	w.lo, w.hi = c.windowLocked(c.clock.Now(), window)
+	read(w)
+}
+
+// Window reads series over one range of samples (InWindow).
+type Window struct {
+	c      *Cache
+	lo, hi uint64
+	buf    *[]float32
+}
+
+// Aggregate returns the statistics of a series over the window, and false
+// when the series has no value in it.
+func (w *Window) Aggregate(k SeriesKey) (Aggregate, bool) {
+	s := w.c.series[k]
+	if s == nil {
+		return Aggregate{}, false
+	}
+	return w.aggregate(s)
+}
+
+func (w *Window) aggregate(s *series) (Aggregate, bool) {
+	*w.buf = w.c.appendValuesLocked((*w.buf)[:0], s, w.lo, w.hi)
+	return aggregate(*w.buf)
+}
+
+// AverageKind returns, by ID, the average over the window of every series
+// of a kind and resource that has a value in it.
+func (w *Window) AverageKind(kind Kind, r Resource) map[string]float64 {
+	lo, hi := w.lo, w.hi
+	out := make(map[string]float64, len(w.c.series)/4)
+	for k, s := range w.c.series {
 		if k.Kind != kind || k.Resource != r {
 			continue
 		}

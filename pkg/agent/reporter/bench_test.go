@@ -81,10 +81,12 @@ func BenchmarkBuildUsage(b *testing.B) {
 		b.ReportAllocs()
 		window := 300 * time.Second
 		for b.Loop() {
-			if _, ok := averages(cache, metriccache.NodeKey, window); !ok {
-				b.Fatal("no node usage")
-			}
-			averages(cache, metriccache.SystemKey, window)
+			cache.InWindow(window, func(w *metriccache.Window) {
+				if averages(w, metriccache.NodeKey) == nil {
+					b.Fatal("no node usage")
+				}
+				averages(w, metriccache.SystemKey)
+			})
 			for _, d := range policy.AggregateDurations {
 				aggregated(cache, d.Duration)
 			}
@@ -101,10 +103,12 @@ func BenchmarkBuildUsage(b *testing.B) {
 		window := 300 * time.Second
 		for b.Loop() {
 			// The node part is the same code; only the pods differ.
-			if _, ok := averages(cache, metriccache.NodeKey, window); !ok {
-				b.Fatal("no node usage")
-			}
-			averages(cache, metriccache.SystemKey, window)
+			cache.InWindow(window, func(w *metriccache.Window) {
+				if averages(w, metriccache.NodeKey) == nil {
+					b.Fatal("no node usage")
+				}
+				averages(w, metriccache.SystemKey)
+			})
 			for _, d := range policy.AggregateDurations {
 				aggregated(cache, d.Duration)
 			}

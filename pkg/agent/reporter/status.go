@@ -33,8 +33,10 @@ import (
 
 // UsageSource answers window statistics; *metriccache.Cache is one.
 type UsageSource interface {
+	// InWindow reads series over one window ending now, all over the
+	// same samples.
+	InWindow(window time.Duration, read func(w *metriccache.Window))
 	Aggregate(k metriccache.SeriesKey, window time.Duration) (metriccache.Aggregate, bool)
-	AverageKind(kind metriccache.Kind, r metriccache.Resource, window time.Duration) map[string]float64
 }
 
 // aggregationTypes are the statistics reported for every window of
@@ -68,16 +70,30 @@ type Usage struct {
 // pod's first cycle has memory but no CPU rate; reporting it then would
 // tell the scheduler it uses no CPU, while leaving it out makes the
 // scheduler estimate it from its requests, which is the safe side.
+//
+// The node's, the system's and the pods' averages are over the same
+// samples (UsageSource.InWindow): each sample's system usage is the node's
+// less its pods', and so are the averages, even when the collect loop
+// appends a sample while they are read.
 func BuildUsage(src UsageSource, policy *v1alpha1.NodeMetricCollectPolicy, pods []*corev1.Pod) (Usage, bool) {
 	window := time.Duration(*policy.AggregateDurationSeconds) * time.Second
-	nodeUsage, ok := averages(src, metriccache.NodeKey, window)
-	if !ok || len(nodeUsage) != len(resources) {
+	var nodeUsage, sysUsage corev1.ResourceList
+	var cpu, mem map[string]float64
+	src.InWindow(window, func(w *metriccache.Window) {
+		nodeUsage = averages(w, metriccache.NodeKey)
+		if len(nodeUsage) != len(resources) {
+			return
+		}
+		sysUsage = averages(w, metriccache.SystemKey)
+		// Pods report their window average only: no percentiles to
+		// select.
+		cpu = w.AverageKind(metriccache.KindPod, metriccache.ResourceCPU)
+		mem = w.AverageKind(metriccache.KindPod, metriccache.ResourceMemory)
+	})
+	if len(nodeUsage) != len(resources) {
 		return Usage{}, false
 	}
-	info := &v1alpha1.NodeMetricInfo{NodeUsage: nodeUsage}
-	if sys, ok := averages(src, metriccache.SystemKey, window); ok {
-		info.SystemUsage = sys
-	}
+	info := &v1alpha1.NodeMetricInfo{NodeUsage: nodeUsage, SystemUsage: sysUsage}
 	for _, d := range policy.AggregateDurations {
 		if agg, ok := aggregated(src, d.Duration); ok {
 			info.AggregatedNodeUsages = append(info.AggregatedNodeUsages, v1alpha1.AggregatedUsage{
@@ -87,9 +103,6 @@ func BuildUsage(src UsageSource, policy *v1alpha1.NodeMetricCollectPolicy, pods 
 		}
 	}
 
-	// Pods report their window average only: no percentiles to select.
-	cpu := src.AverageKind(metriccache.KindPod, metriccache.ResourceCPU, window)
-	mem := src.AverageKind(metriccache.KindPod, metriccache.ResourceMemory, window)
 	podsMetric := make([]v1alpha1.PodMetricInfo, 0, len(pods))
 	for _, p := range pods {
 		c, okC := cpu[string(p.UID)]
@@ -115,11 +128,11 @@ func BuildUsage(src UsageSource, policy *v1alpha1.NodeMetricCollectPolicy, pods 
 }
 
 // averages returns the window average of each resource of a series that
-// has a value in the window, and false when none has.
-func averages(src UsageSource, key func(metriccache.Resource) metriccache.SeriesKey, window time.Duration) (corev1.ResourceList, bool) {
+// has a value in the window; nil when none has.
+func averages(w *metriccache.Window, key func(metriccache.Resource) metriccache.SeriesKey) corev1.ResourceList {
 	var out corev1.ResourceList
 	for _, res := range resources {
-		a, ok := src.Aggregate(key(res.r), window)
+		a, ok := w.Aggregate(key(res.r))
 		if !ok {
 			continue
 		}
@@ -128,7 +141,7 @@ func averages(src UsageSource, key func(metriccache.Resource) metriccache.Series
 		}
 		out[res.name] = quantity(res.r, a.Avg)
 	}
-	return out, out != nil
+	return out
 }
 
 func aggregated(src UsageSource, window time.Duration) (map[v1alpha1.AggregationType]corev1.ResourceList, bool) {

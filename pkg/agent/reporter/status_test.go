@@ -234,3 +234,53 @@ func TestQuantities(t *testing.T) {
 		})
 	}
 }
+
+// steppingClock moves 300 ms on every read once stepping: the time a busy
+// agent's reporter can lose between two reads of the cache.
+type steppingClock struct {
+	*testingclock.FakeClock
+	stepping bool
+}
+
+func (c *steppingClock) Now() time.Time {
+	if c.stepping {
+		c.Step(300 * time.Millisecond)
+	}
+	return c.FakeClock.Now()
+}
+
+// TestBuildUsageOneWindow: the node's, the system's and the pods' averages
+// cover the same samples however late each is read, so the reported system
+// memory is the node's less its pods' (the samples' own relation) while the
+// node's memory moves. Read each over its own window ending at its own
+// now, they covered different samples, and the system's memory was off by
+// the node's movement.
+func TestBuildUsageOneWindow(t *testing.T) {
+	clk := &steppingClock{FakeClock: testingclock.NewFakeClock(t0)}
+	c, err := metriccache.New(t.Context(), metriccache.Config{}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, mem := metriccache.ResourceCPU, metriccache.ResourceMemory
+	for i := range 30 {
+		clk.Step(time.Second)
+		nodeMem := float64(2048+i*i) * mi // moving with the machine's other work
+		if err := c.Append(clk.Now(), []metriccache.Point{
+			{Key: metriccache.NodeKey(cpu), Value: 2}, {Key: metriccache.NodeKey(mem), Value: nodeMem},
+			{Key: metriccache.SystemKey(cpu), Value: 1.5}, {Key: metriccache.SystemKey(mem), Value: nodeMem - 100*mi},
+			{Key: metriccache.PodKey("p", cpu), Value: 0.5}, {Key: metriccache.PodKey("p", mem), Value: 100 * mi},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.stepping = true
+	u, ok := BuildUsage(c, policy(10), []*corev1.Pod{pod("default", "p", "p", extension.BandBatch)})
+	if !ok || len(u.PodsMetric) != 1 {
+		t.Fatalf("BuildUsage = %+v, %v; want the node and the pod", u, ok)
+	}
+	node, sys := u.NodeMetric.NodeUsage[corev1.ResourceMemory], u.NodeMetric.SystemUsage[corev1.ResourceMemory]
+	podMem := u.PodsMetric[0].Usage[corev1.ResourceMemory]
+	if d := node.Value() - podMem.Value() - sys.Value(); d < -1 || d > 1 {
+		t.Errorf("node memory %s, pod %s, system %s: node − pod − system = %d bytes, want 0 (± rounding)", &node, &podMem, &sys, d)
+	}
+}
