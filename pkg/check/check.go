@@ -492,10 +492,15 @@ func probeWebhooks(c *Check, s *Snapshot) {
 	case p.Forbidden:
 		c.Status = max(c.Status, Warning)
 		c.Message += fmt.Sprintf("; the webhook server was not probed: these credentials may not create ConfigMaps in %s (%s)", s.Namespace, p.Err)
-	case p.Err != "":
+	case p.Err != "" && strings.Contains(p.Err, webhookprobe.Webhook):
 		c.Status = max(c.Status, severity)
 		c.Message += "; the API server cannot reach the manager's webhook server"
 		c.Details = append([]string{fmt.Sprintf("probe: %s; %s", p.Err, consequence)}, c.Details...)[:min(len(c.Details)+1, maxDetails)]
+	case p.Err != "":
+		// Refused before the API server called the probe webhook: a
+		// policy of the cluster's (another webhook, a quota).
+		c.Status = max(c.Status, Warning)
+		c.Message += fmt.Sprintf("; the webhook server was not probed: the probe's dry-run ConfigMap was refused before it reached it (%s)", p.Err)
 	case p.Answered == "":
 		c.Status = max(c.Status, Warning)
 		c.Message += fmt.Sprintf("; the probe went through without reaching the manager (%s selects no dry-run ConfigMap labelled %s in %s)", webhookprobe.Configuration, webhookprobe.Label, s.Namespace)

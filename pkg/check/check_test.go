@@ -193,6 +193,9 @@ func TestEvaluate(t *testing.T) {
 		{name: "webhook probe not allowed to the check", mutate: func(s *Snapshot) {
 			s.Probe = &Probe{Forbidden: true, Err: `configmaps is forbidden: User "x" cannot create resource "configmaps"`}
 		}, check: "webhooks", want: Warning, saying: "not probed: these credentials may not create ConfigMaps in waterline-system"},
+		{name: "webhook probe refused by another policy", mutate: func(s *Snapshot) {
+			s.Probe = &Probe{Err: `admission webhook "validation.gatekeeper.sh" denied the request: [required-labels] you must provide labels: {"team"}`}
+		}, check: "webhooks", want: Warning, saying: "the probe's dry-run ConfigMap was refused before it reached it (admission webhook \"validation.gatekeeper.sh\" denied"},
 		{name: "webhook probe not selected", mutate: func(s *Snapshot) { s.Probe = &Probe{} }, check: "webhooks", want: Warning,
 			saying: "the probe went through without reaching the manager"},
 		{name: "no webhook probe (an older chart)", mutate: func(s *Snapshot) {

@@ -35,8 +35,11 @@ import "strings"
 const (
 	// Path is where the manager serves the webhook.
 	Path = "/validate-waterline-webhook-probe"
-	// Configuration is the chart's ValidatingWebhookConfiguration.
+	// Configuration is the chart's ValidatingWebhookConfiguration, and
+	// Webhook the name of its one webhook, which the API server's error
+	// names when it cannot call it.
 	Configuration = "waterline-webhook-probe"
+	Webhook       = "probe.waterline.dev"
 	// Label = "true" marks the dry-run ConfigMaps the probe webhook sees.
 	Label = "waterline.dev/webhook-probe"
 	// WarningPrefix starts the warning the webhook answers with; the name
