@@ -479,7 +479,8 @@ func (c *Cache) AverageKind(kind Kind, r Resource, window time.Duration) (out ma
 // now], the clock's now taken once, holding the cache's read lock: every
 // read through w sees the same samples, whatever the collect loop appends
 // meanwhile, so sums across series hold over the window as they hold in
-// each sample (node = system + pods). read must not call the Cache.
+// each sample (node = system + pods). read must not call the Cache, and
+// w is valid only until read returns.
 func (c *Cache) InWindow(window time.Duration, read func(w *Window)) {
 	buf := getScratch()
 	defer putScratch(buf)
