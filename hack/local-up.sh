@@ -580,6 +580,9 @@ install_waterline() {
   if [[ "$agent" == true ]]; then
     wait_for "the agent's NodeMetric" 180 bash -c \
       "'$bin/kubectl' --kubeconfig '$kubeconfig' --request-timeout 5s get nodemetric real-node -o jsonpath='{.status.updateTime}' 2>/dev/null | grep -q ."
+    # Up means what waterline check calls ready: the DaemonSet's status
+    # counts the agent ready (the controller's update lags the pod's).
+    wait_for "the agent DaemonSet" 120 kubectl -n waterline-system rollout status daemonset/waterline-agent --timeout 5s
   fi
 }
 
@@ -595,8 +598,10 @@ start_manager_process() {
     --show-only templates/manager.yaml >"$rendered"
   mapfile -t args < <(awk '/^kind: Deployment/ {d=1} d && /^        args:/ {a=1; next} a && /^        - / {sub(/^        - /, ""); gsub(/^"|"$/, ""); print; next} a {exit}' "$rendered")
   [[ ${#args[@]} -gt 0 ]] || { echo "no manager args in the chart's rendering ($rendered)" >&2; exit 1; }
+  # Every webhook configuration the manager keeps (--ca-bundle-configurations).
   helm_ template waterline "$root/charts/waterline" -n waterline-system -f "$dir/manager-values.yaml" \
-    --show-only templates/webhooks.yaml | kubectl apply -f - >/dev/null
+    --show-only templates/webhooks.yaml --show-only templates/daemonset-priority-webhook.yaml \
+    --show-only templates/webhook-probe.yaml | kubectl apply -f - >/dev/null
   start waterline-manager "$bin/waterline-manager" --kubeconfig "$kubeconfig" "${args[@]}" \
     --webhook-cert-dir "$dir/webhook-certs"
   wait_for waterline-manager 60 curl -fsS -m 5 "http://127.0.0.1:$MANAGER_PROBE_PORT/readyz"

@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/waterline-dev/waterline/apis/v1alpha1"
+	"github.com/waterline-dev/waterline/pkg/agent/resctl/resctltest"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
 
@@ -169,22 +170,30 @@ func (s *system) testThrottleOnlyAsNeeded(t *testing.T) {
 		cgs[b] = layout.PodCgroup(pods[b].UID, pods[b].Status.QOSClass)
 	}
 
-	// Measure the node (its pods) with the Prod burner off and on.
-	time.Sleep(2 * time.Second)
-	off := s.cores(t, cgs, 5*time.Second)
-	prodLoad(true)
-	time.Sleep(2 * time.Second)
-	on := s.cores(t, cgs, 5*time.Second)
-	prodLoad(false)
-	minBatch := math.Inf(1)
-	for _, b := range batch {
-		minBatch = min(minBatch, off[b], on[b])
+	// Measure the node (its pods) with the Prod burner off and on; again,
+	// up to three times, while a moment's contention hides the step.
+	var off, on map[string]float64
+	var minBatch, step, gap float64
+	for attempt := 1; ; attempt++ {
+		time.Sleep(2 * time.Second)
+		off = s.cores(t, cgs, 5*time.Second)
+		prodLoad(true)
+		time.Sleep(2 * time.Second)
+		on = s.cores(t, cgs, 5*time.Second)
+		prodLoad(false)
+		minBatch = math.Inf(1)
+		for _, b := range batch {
+			minBatch = min(minBatch, off[b], on[b])
+		}
+		step = on["node"] - off["node"]
+		gap = min(minBatch/2, step/3)
+		t.Logf("The node's pods use %.0fm with the Prod burner off, %.0fm on (a step of %.0fm); the least busy Batch pod %.0fm; load average %s",
+			1000*off["node"], 1000*on["node"], 1000*step, 1000*minBatch, testutil.LoadAverage())
+		if gap >= 0.04 || attempt == 3 {
+			break
+		}
 	}
-	step := on["node"] - off["node"]
-	gap := min(minBatch/2, step/3)
 	capMilli := 1000 * s.allocatableCPU(t)
-	t.Logf("The node's pods use %.0fm with the Prod burner off, %.0fm on (a step of %.0fm); the least busy Batch pod %.0fm; load average %s",
-		1000*off["node"], 1000*on["node"], 1000*step, 1000*minBatch, testutil.LoadAverage())
 	if gap < 0.04 {
 		t.Fatalf("the Prod burner adds %.0fm and a Batch pod uses %.0fm: too little for a gap above the agent's noise (the machine is busy: load average %s)",
 			1000*step, 1000*minBatch, testutil.LoadAverage())
@@ -292,6 +301,9 @@ func (s *system) testThrottleOnlyAsNeeded(t *testing.T) {
 // stay capped by their quotas, so the rest of the machine keeps the rest.
 func (s *system) ownTheNode(t *testing.T) {
 	t.Helper()
+	// The integration tests' real-cgroup burners run under the machine's
+	// heaviest weight: not beside this scenario.
+	resctltest.LockMachineCPU(t)
 	s.view.SetMode(testutil.ViewPods)
 	t.Cleanup(func() { s.view.SetMode(testutil.ViewMachine) })
 	undo, err := s.node.SetCPUShares(64 * 1024)

@@ -283,10 +283,18 @@ func (n *RealNode) cleanup() {
 }
 
 // realTestLock serialises the real-cgroup tests of every package that uses
-// this package, across test binaries (go test runs packages in parallel):
-// their burners measure CPU on a small shared machine, and two sets of
-// burners at once would starve each other.
+// this package, and the real node's CPU-measuring scenarios (test/e2e),
+// across test binaries (go test runs packages in parallel): their burners
+// measure CPU on a small shared machine, each in a cgroup weighted to
+// outweigh other work, and two such sets of burners at once would starve
+// each other.
 const realTestLock = "/tmp/waterline-resctltest-real.lock"
+
+// LockMachineCPU holds, until the test ends, the lock every real-cgroup
+// test of this package takes: for a test elsewhere that measures CPU on
+// the machine's cgroups (the real node's scenarios), so that no burner of
+// another test binary runs meanwhile.
+func LockMachineCPU(t testing.TB) { lockRealTests(t) }
 
 func lockRealTests(t testing.TB) {
 	t.Helper()
