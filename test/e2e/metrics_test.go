@@ -18,15 +18,12 @@ package e2e
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
@@ -70,15 +67,7 @@ func (s *system) testMetricsServedSecurely(t *testing.T) {
 		// .tlsConfig: the Secret's ca.crt, for the certificate's name.
 		scraperTLS := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the manager's own certificate is self-signed
 		if tc.certHost != "" {
-			secret, err := s.c.Kube.CoreV1().Secrets(agentNamespace).Get(t.Context(), agentMetricsSecret, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
-				t.Fatalf("Secret %s has no ca.crt", agentMetricsSecret)
-			}
-			scraperTLS = &tls.Config{RootCAs: pool, ServerName: tc.certHost, MinVersion: tls.VersionTLS12}
+			scraperTLS = s.c.VerifyingTLSConfig(t, agentNamespace, agentMetricsSecret, "ca.crt", tc.certHost)
 		}
 		url := "https://" + addr + "/metrics"
 		// The binding reaches the component's cached authorizer at once:

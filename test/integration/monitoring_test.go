@@ -18,7 +18,6 @@ package integration
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"maps"
 	"net"
@@ -154,15 +153,7 @@ func TestMonitoring(t *testing.T) {
 			caSecret, _, _ := unstructured.NestedString(ep, "tlsConfig", "ca", "secret", "name")
 			caKey, _, _ := unstructured.NestedString(ep, "tlsConfig", "ca", "secret", "key")
 			serverName, _, _ := unstructured.NestedString(ep, "tlsConfig", "serverName")
-			s, err := c.Kube.CoreV1().Secrets(ns).Get(t.Context(), caSecret, metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("%s's ServiceMonitor verifies with the CA of Secret %q: %v", component, caSecret, err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(s.Data[caKey]) {
-				t.Fatalf("Secret %s has no PEM certificate under %q", caSecret, caKey)
-			}
-			tlsConfig = &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}
+			tlsConfig = c.VerifyingTLSConfig(t, ns, caSecret, caKey, serverName)
 		}
 		var token string
 		testutil.Eventually(t, time.Minute, 200*time.Millisecond, func() (bool, error) {

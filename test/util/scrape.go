@@ -18,6 +18,7 @@ package util
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/pem"
 	"io"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
 )
 
@@ -78,4 +80,20 @@ func ServingCertSecretData(t testing.TB, host string) map[string][]byte {
 		t.Fatalf("the certificate generated for %s has no CA after it", host)
 	}
 	return map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": rest}
+}
+
+// VerifyingTLSConfig is how a scraper that verifies a serving certificate
+// is configured from Secret ns/name, as a ServiceMonitor's tlsConfig names
+// it: the CA under key, for serverName.
+func (c *Cluster) VerifyingTLSConfig(t testing.TB, ns, name, key, serverName string) *tls.Config {
+	t.Helper()
+	s, err := c.Kube.CoreV1().Secrets(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the CA of Secret %s/%s: %v", ns, name, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(s.Data[key]) {
+		t.Fatalf("Secret %s/%s has no PEM certificate under %q", ns, name, key)
+	}
+	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}
 }
