@@ -97,7 +97,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 
 	// Upgrade: preemption on. The manager's entries survive helm's update
 	// of the object it owns the rest of.
-	c.Helm(t, "upgrade", "waterline", chart, "-n", "waterline-system", "--reuse-values", "--set", "scheduler.preemption=enabled")
+	c.Helm(t, "upgrade", "waterline", chart, "-n", "waterline-system", "--reset-then-reuse-values", "--set", "scheduler.preemption=enabled")
 	cm, err = c.Kube.CoreV1().ConfigMaps("waterline-system").Get(ctx, "waterline-scheduler-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
