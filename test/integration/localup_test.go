@@ -304,6 +304,21 @@ spec:
 			t.Errorf("%s is %q after the audit, want Running", name, phase)
 		}
 	}
+
+	// Without a real node local-up runs the manager as a process and gives
+	// it the chart's webhook configurations by URL (TestLocalUp checks the
+	// real node's way where the machine has one): waterline check finds
+	// the installation working, and the API server reaches the process's
+	// webhook server through the probe's configuration.
+	check, err := exec.Command(waterline, "check", "--kubeconfig", l.kubeconfig, "--manager-lease=").CombinedOutput()
+	if err != nil {
+		t.Errorf("waterline check against local-up without a real node: %v\n%s", err, check)
+	} else {
+		t.Logf("waterline check:\n%s", check)
+	}
+	if !strings.Contains(string(check), "the API server reached the manager's webhook server") {
+		t.Errorf("waterline check against local-up without a real node did not reach the manager's webhook server:\n%s", check)
+	}
 }
 
 // mustTime parses an RFC 3339 time kubectl printed.
