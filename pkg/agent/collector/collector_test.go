@@ -590,6 +590,12 @@ func TestConfigValidate(t *testing.T) {
 	}, {
 		name: "defaults follow a long interval",
 		cfg:  Config{Interval: 30 * time.Second},
+	}, {
+		// The memory.stat interval (10 s, as the agent's flag sets it) is
+		// not also refused for being shorter than a refused interval.
+		name: "a refused interval is one error",
+		cfg:  Config{Interval: 10000 * time.Hour, MemoryStatInterval: 10 * time.Second},
+		want: field.ErrorList{field.Invalid(field.NewPath("c", "interval"), "10000h0m0s", "must be between 100ms and 1m")},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -110,19 +110,22 @@ func (c *Config) Validate(fldPath *field.Path) field.ErrorList {
 	if !filepath.IsAbs(c.ProcRoot) {
 		errs = append(errs, field.Invalid(fldPath.Child("procRoot"), c.ProcRoot, "must be an absolute path"))
 	}
+	// The intervals below are never shorter than Interval: a cycle reads
+	// at most once. A refused Interval is one error, not one for each
+	// interval measured against it: they are then held to MinInterval.
+	interval := c.Interval
 	if c.Interval < MinInterval || c.Interval > MaxInterval {
 		errs = append(errs, field.Invalid(fldPath.Child("interval"), c.Interval.String(), "must be between 100ms and 1m"))
+		interval = MinInterval
 	}
 	switch ci := c.ContainerInterval; {
 	case ci == nil:
 		errs = append(errs, field.Required(fldPath.Child("containerInterval"), "must be set (SetDefaults sets 0, off)"))
-	case *ci != 0 && (*ci < c.Interval || *ci > MaxContainerInterval):
+	case *ci != 0 && (*ci < interval || *ci > MaxContainerInterval):
 		errs = append(errs, field.Invalid(fldPath.Child("containerInterval"), ci.String(), "must be 0 (off) or between interval and 10m"))
 	}
-	// Never below Interval: a cycle reads memory.stat at most once. The
-	// upper bound follows an Interval above it (itself refused above), so
-	// a bad Interval is one error, not two.
-	if c.MemoryStatInterval < c.Interval || c.MemoryStatInterval > max(MaxMemoryStatInterval, c.Interval) {
+	// The upper bound follows a long Interval, as SetDefaults does.
+	if c.MemoryStatInterval < interval || c.MemoryStatInterval > max(MaxMemoryStatInterval, c.Interval) {
 		errs = append(errs, field.Invalid(fldPath.Child("memoryStatInterval"), c.MemoryStatInterval.String(), "must be between interval and 1m"))
 	}
 	errs = append(errs, ValidateCustomMetrics(c.CustomMetrics, fldPath.Child("customMetrics"))...)

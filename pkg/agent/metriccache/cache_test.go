@@ -438,6 +438,11 @@ func TestConfigValidate(t *testing.T) {
 		name: "budget below twice the ring",
 		cfg:  Config{Retention: 24 * time.Hour, MemoryBudgetBytes: 1 << 20},
 		want: field.ErrorList{field.Invalid(p.Child("memoryBudgetBytes"), int64(1<<20), "must be at least twice the 692160 bytes of the timestamp ring that retention/interval needs")},
+	}, {
+		// No ring of 24 h at 1 ns (14 TB) is held against the budget.
+		name: "a refused interval is one error",
+		cfg:  Config{Retention: 24 * time.Hour, Interval: time.Nanosecond},
+		want: field.ErrorList{field.Invalid(p.Child("interval"), "1ns", "must be between 100ms and 1m")},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

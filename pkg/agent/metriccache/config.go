@@ -91,6 +91,12 @@ func (c *Config) SetDefaults() {
 	}
 }
 
+// inRange: the retention and the interval that size the timestamp ring
+// are both within their bounds.
+func (c *Config) inRange() bool {
+	return c.Retention >= MinRetention && c.Retention <= MaxRetention && c.Interval >= MinInterval && c.Interval <= MaxInterval
+}
+
 // Validate returns every problem of c, each naming the field under fldPath
 // and its value. c is expected to be defaulted.
 func (c *Config) Validate(fldPath *field.Path) field.ErrorList {
@@ -103,7 +109,9 @@ func (c *Config) Validate(fldPath *field.Path) field.ErrorList {
 	}
 	if c.MemoryBudgetBytes < MinMemoryBudgetBytes {
 		errs = append(errs, field.Invalid(fldPath.Child("memoryBudgetBytes"), c.MemoryBudgetBytes, "must be at least 1048576 (1 MiB)"))
-	} else if ring := int64(ringSlots(c)) * timeSlotBytes; c.Interval > 0 && c.MemoryBudgetBytes < 2*ring {
+	} else if ring := int64(ringSlots(c)) * timeSlotBytes; c.inRange() && c.MemoryBudgetBytes < 2*ring {
+		// Only with a valid retention and interval: a ring sized from a
+		// refused one would be a second error for the same mistake.
 		errs = append(errs, field.Invalid(fldPath.Child("memoryBudgetBytes"), c.MemoryBudgetBytes,
 			fmt.Sprintf("must be at least twice the %d bytes of the timestamp ring that retention/interval needs", ring)))
 	}
