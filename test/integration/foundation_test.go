@@ -295,7 +295,10 @@ func TestControlPlaneDiesWithKilledTest(t *testing.T) {
 	}
 	t.Parallel()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestControlPlaneDiesWithKilledTest$", "-test.v")
-	cmd.Env = append(os.Environ(), "WATERLINE_TEST_HOLD_CLUSTER=1")
+	// The child is killed, so its own TempDir cleanup never runs: its
+	// temporary directories go inside this test's, which this test's
+	// cleanup removes.
+	cmd.Env = append(os.Environ(), "WATERLINE_TEST_HOLD_CLUSTER=1", "TMPDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
