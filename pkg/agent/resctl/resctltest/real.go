@@ -77,6 +77,7 @@ func NewRealNode(t testing.TB, prefix string) *RealNode {
 		version = cgroups.V2
 	}
 	lockRealTests(t)
+	sweepStale(t, prefix)
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
 		t.Fatalf("Random suffix: %v", err)
@@ -278,6 +279,34 @@ func (n *RealNode) cleanup() {
 		}
 		if err != nil {
 			n.t.Errorf("Cleanup: removing cgroup %s: %v (remove it by hand)", dir, err)
+		}
+	}
+}
+
+// sweepStale removes the cgroups of prefix that a killed test binary left
+// (its cleanup never ran): under the lock no other test holds one. A tree
+// with a process still in it is left, and named.
+func sweepStale(t testing.TB, prefix string) {
+	t.Helper()
+	tops, _ := filepath.Glob(filepath.Join(RealRoot, prefix+"-*"))
+	v1, _ := filepath.Glob(filepath.Join(RealRoot, "*", prefix+"-*"))
+	for _, top := range append(tops, v1...) {
+		var dirs []string
+		_ = filepath.WalkDir(top, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if b, err := os.ReadFile(filepath.Join(dirs[i], "cgroup.procs")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+				t.Logf("A cgroup an earlier test left, %s, still holds processes %s: not removed", dirs[i], strings.Fields(string(b)))
+				break
+			}
+			if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, syscall.ENOENT) {
+				t.Logf("Removing the cgroup an earlier test left, %s: %v", dirs[i], err)
+				break
+			}
 		}
 	}
 }
