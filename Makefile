@@ -106,6 +106,11 @@ bench: ## Run every benchmark once (numbers go in the package READMEs)
 bench-agent: test-tools ## The whole agent's CPU per 1 s cycle and memory with 200 pods on real cgroups (root; about 3 minutes; COSTTEST_PPROF_DIR=DIR also saves profiles)
 	COSTTEST=1 $(GO) test -count=1 -timeout 10m -run '^TestAgentCostRealCgroups200Pods$$' -v ./test/integration/
 
+.PHONY: soak
+SOAK ?= 30m
+soak: test-tools test-deps ## The whole system on the real node for SOAK (30m) under churning pods and throttling; fails when memory, goroutines, open files or state grow (root)
+	WATERLINE_SOAK=$(SOAK) $(GO) test -count=1 -timeout 24h -run '^TestSoak$$' -v ./test/e2e/
+
 .PHONY: bench-scheduler
 bench-scheduler: test-tools ## Live scheduler throughput and CPU per pod: deployed profile, default plugins, stock kube-scheduler, rotating (1,000 nodes, 4,000 pods, 3 runs each; SCHEDBENCH_NODES/PODS/REPEATS override); report in _output/bench-scheduler
 	SCHEDBENCH_FULL=1 $(GO) test -count=1 -timeout 60m -run '^TestSchedulerThroughput$$' -v ./test/bench/scheduler/ 2>&1 | grep --line-buffered -v '^        [EIW][0-9]\{4\} '
