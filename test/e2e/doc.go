@@ -24,5 +24,7 @@ limitations under the License.
 // controls on a shared machine), and the checks on the pods' cgroups go
 // through the agent's cgroup layout code, so they read v1 and v2 alike.
 // Where the machine cannot run a real node (not root, no containerd or
-// runc) the tests skip and say why.
+// runc) the tests skip and say why. TestSoak, the same system for as long
+// as $WATERLINE_SOAK says under churning pods, runs only when asked
+// (`make soak`).
 package e2e
