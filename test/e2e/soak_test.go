@@ -79,9 +79,10 @@ func readProcessFigures(page string) processFigures {
 // some 15 hours of reports. Every 30 s it reads the agent's and the
 // manager's memory, goroutines and open files, the agent's metric cache,
 // state directory and marks, and the NodeMetric; at the end it fails when
-// what should stay level grows: heap in use or goroutines or open files
-// from the second quarter of the run to the last, the metric cache beyond
-// the pods it holds, a mark or a report entry of a pod that is gone. The
+// what should stay level grows from the second quarter of the run to the
+// last (heap in use, goroutines, open files, the metric cache, the state
+// directory), when a mark or a report entry names a pod that is gone, and
+// when nothing was throttled. The
 // agent's metric retention is soakRetention here, so that the cache has
 // levelled before the second quarter (with the default 30 min it fills
 // for half an hour).
