@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -132,19 +133,14 @@ func nulls(v map[string]any, path string, out map[string]bool) {
 // lookup reads a dotted path of map keys (no key here has a dot).
 func lookup(v map[string]any, path string) (any, bool) {
 	var cur any = v
-	start := 0
-	for i := 0; i <= len(path); i++ {
-		if i < len(path) && path[i] != '.' {
-			continue
-		}
+	for _, key := range strings.Split(path, ".") {
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil, false
 		}
-		if cur, ok = m[path[start:i]]; !ok {
+		if cur, ok = m[key]; !ok {
 			return nil, false
 		}
-		start = i + 1
 	}
 	return cur, true
 }

@@ -75,18 +75,33 @@ func (s *system) throttled(t *testing.T, pods map[string]*corev1.Pod, limits map
 	return out
 }
 
-// agentEvents are the reasons of the agent's events on a pod.
-func (s *system) agentEvents(t *testing.T, ns, pod string) []string {
+// agentEventList is the agent's events in ns: on pod, or on anything
+// when pod is empty.
+func (s *system) agentEventList(t *testing.T, ns, pod string) []corev1.Event {
 	t.Helper()
-	evs, err := s.c.Kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: fields.Set{"involvedObject.name": pod}.String()})
+	var opts metav1.ListOptions
+	if pod != "" {
+		opts.FieldSelector = fields.Set{"involvedObject.name": pod}.String()
+	}
+	evs, err := s.c.Kube.CoreV1().Events(ns).List(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []corev1.Event
 	for _, e := range evs.Items {
-		if e.Source.Component == "waterline-agent" || e.ReportingController == "waterline-agent" {
-			out = append(out, e.Reason)
+		if e.Source.Component == agentName || e.ReportingController == agentName {
+			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// agentEvents are the reasons of the agent's events on a pod.
+func (s *system) agentEvents(t *testing.T, ns, pod string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range s.agentEventList(t, ns, pod) {
+		out = append(out, e.Reason)
 	}
 	return out
 }
