@@ -253,11 +253,16 @@ stop_all() {
 }
 trap 'stop_all; exit 130' INT
 trap 'stop_all; exit 143' TERM
+trap 'stop_all; exit 129' HUP
 trap stop_all EXIT
 
+# start runs a process of the cluster in its own session: Ctrl-C reaches
+# this script alone, whose trap stops them newest first. (In the terminal's
+# process group each took the SIGINT at once, and the watch below reported
+# the first to exit as a failure.)
 start() { # name binary args...
   local name=$1; shift
-  "$@" 9>&- >"$dir/logs/$name.log" 2>&1 &
+  setsid "$@" 9>&- >"$dir/logs/$name.log" 2>&1 &
   pids+=("$!")
   echo "$! $name" >>"$dir/pids"
 }
@@ -546,9 +551,11 @@ colocationPolicy:
   spec:
     tiers: {enabled: true}
     collectPolicy: {aggregateDurationSeconds: 30, reportIntervalSeconds: 10}
-    # A minute of history stands in for an hour: Mid appears on a node a
-    # minute or two after its Prod pods start, not an hour.
-    predictPolicy: {coldStartSeconds: 60}
+    # The kwok nodes live a day in 10 minutes: a minute of history stands
+    # in for an hour, and the predictor forgets at that pace too (the
+    # schema's shortest half-life), so Mid appears on a node a few minutes
+    # after its Prod pods start, not hours.
+    predictPolicy: {coldStartSeconds: 60, halfLifeSeconds: 60}
     profiles:
     - name: batch-jobs
       namespaceSelector: {matchLabels: {waterline.dev/colocation: batch}}

@@ -375,7 +375,10 @@ func (s *system) createPod(t *testing.T, ns string, p podSpec) *corev1.Pod {
 			NodeSelector:                  map[string]string{"waterline.dev/real-node": "true"},
 			Containers: []corev1.Container{{
 				Name: "main", Image: testutil.BusyboxImage, ImagePullPolicy: corev1.PullNever,
-				Command:   []string{"/bin/sh", "-c", script},
+				// Arguments, not a command, as `kubectl run -- sh -c …`
+				// gives them (README.md's walkthrough): the image's
+				// command is replaced, as with the public busybox image.
+				Args:      []string{"sh", "-c", script},
 				Resources: corev1.ResourceRequirements{Requests: req, Limits: lim},
 			}},
 		},

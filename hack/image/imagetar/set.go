@@ -108,7 +108,10 @@ func BuildSet(ctx context.Context, o SetOptions) ([]Built, error) {
 		return nil, err
 	}
 	for _, img := range []Image{
-		{Name: BusyboxImage, Files: bb, Entrypoint: []string{"/bin/sh"}},
+		// As the public busybox image: no entrypoint and `sh` as the
+		// command, so `kubectl run --image=local/busybox:test -- sh -c …`
+		// (the README's walkthrough) runs what it says.
+		{Name: BusyboxImage, Files: bb, Cmd: []string{"sh"}},
 		{Name: PauseImage, Files: []File{{Path: "/pause", Source: pause, Mode: 0o755}}, Entrypoint: []string{"/pause"}, User: "65535:65535"},
 	} {
 		tarball := filepath.Join(o.OutDir, imageFile(img.Name))
