@@ -290,7 +290,9 @@ type NodeMetricStatus struct {
 	// ProdReclaimable is what the Prod pods requested but are predicted not
 	// to use, at the reclaim ratio of spec.tiers.reclaimRatioPercent (the
 	// ColocationPolicy's; 100 when absent): max(0, ratio × Σ Prod requests −
-	// prodPeak). It is the Reclaimable the manager sells Mid from; Mid is
+	// prodPeak). The manager sells Mid from at most this: from the same
+	// formula over the Prod pods bound now where it is smaller (a Prod pod
+	// went since the report); never from a Prod pod bound since. Mid is
 	// further capped by the policy's threshold and the node's unused
 	// capacity (docs/design/tiers.md).
 	// +optional

@@ -19,6 +19,7 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,6 +31,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
@@ -174,6 +176,10 @@ spec:
 		return false, fmt.Errorf("pod is %q", o)
 	}, "waiting for waterline-scheduler to place the pod on a kwok node")
 
+	// The README's walkthrough, as a user pastes it.
+	realNode := want > nodes
+	l.walkThroughREADME(t, realNode)
+
 	// waterline check finds the local cluster working: the manager and
 	// the agent (pods on the real node, or a process and none without
 	// one), the kwok nodes' simulated agents and the real node's agent
@@ -195,8 +201,16 @@ spec:
 	}
 	select {
 	case err := <-l.exited:
-		if err != nil {
-			t.Logf("local-up exited after Ctrl-C: %v", err)
+		// The script's trap stops the cluster and exits 130, as bash does
+		// on SIGINT; the cluster's processes, in sessions of their own, did
+		// not take the signal, so none "exited" on its own before that.
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+			t.Errorf("local-up exited after Ctrl-C with %v, want exit status 130", err)
+		}
+		out, _ := os.ReadFile(l.logPath)
+		if tail := string(out[strings.LastIndex(string(out), "Press Ctrl-C"):]); strings.Contains(tail, "exited; see") || !strings.Contains(tail, "Stopped") {
+			t.Errorf("local-up's output after Ctrl-C, want only that it stopped:\n%s", tail)
 		}
 	case <-time.After(90 * time.Second):
 		t.Fatal("local-up did not exit within 90s of Ctrl-C")
@@ -204,6 +218,134 @@ spec:
 	if left := processesUnder(l.dir); len(left) > 0 {
 		t.Errorf("processes left behind after Ctrl-C: %v", left)
 	}
+}
+
+// walkThroughREADME runs the shell blocks of README.md's "Watch
+// colocation in `make local-up`", in order, each as a user pastes it into a
+// terminal at the repository root (KUBECONFIG exported, bin/ on the PATH;
+// `go run ./cmd/waterline` is the built binary), and checks what the text
+// says they show: the Batch burner runs on the real node as a Batch pod of
+// waterline-scheduler, the fake Batch pod lands on a kwok node asking for
+// batch-cpu, and every kwok node running the Prod Deployment's pods sells
+// Mid CPU a few minutes later. Without a real node the commands that name
+// it are left out.
+func (l *localUp) walkThroughREADME(t *testing.T, realNode bool) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n### Watch colocation in `make local-up`\n")
+	if !ok {
+		t.Fatal("README.md has no section \"Watch colocation in `make local-up`\"")
+	}
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	if end := strings.Index(section, "\n### "); end >= 0 {
+		section = section[:end]
+	}
+	var blocks []string
+	for {
+		_, rest, ok := strings.Cut(section, "```sh\n")
+		if !ok {
+			break
+		}
+		block, after, ok := strings.Cut(rest, "\n```")
+		if !ok {
+			t.Fatal("README.md: a shell block of the walkthrough is not closed")
+		}
+		blocks, section = append(blocks, block), after
+	}
+	if len(blocks) != 3 {
+		t.Fatalf("README.md's walkthrough has %d shell blocks, want the three this test checks (first commands, kwok Batch pod, Prod Deployment)", len(blocks))
+	}
+	waterline := testutil.BuildBinary(t, "waterline")
+	run := func(block string) {
+		t.Helper()
+		script := strings.ReplaceAll(block, "_output/local-up/kubeconfig", l.kubeconfig)
+		script = strings.ReplaceAll(script, "go run ./cmd/waterline", waterline)
+		if !realNode {
+			var kept []string
+			for _, command := range strings.SplitAfter(strings.ReplaceAll(script, "\\\n", "\x00"), "\n") {
+				if !strings.Contains(command, "real-node") {
+					kept = append(kept, command)
+				}
+			}
+			script = strings.ReplaceAll(strings.Join(kept, ""), "\x00", "\\\n")
+		}
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+		cmd.Dir = testutil.RepoRoot()
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+l.kubeconfig, "PATH="+testutil.BinDir()+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("README.md's walkthrough block failed: %v\n--- block:\n%s\n--- output:\n%s", err, script, out)
+		}
+		t.Logf("README.md's walkthrough block:\n%s\n--- output:\n%s", script, out)
+	}
+
+	run(blocks[0])
+	if realNode {
+		// The burner runs (the busybox image's command is replaced by
+		// kubectl run's arguments) as a Batch pod of waterline-scheduler.
+		var since time.Time
+		testutil.Eventually(t, time.Minute, 500*time.Millisecond, func() (bool, error) {
+			o := l.kubectl(t, "-n", "jobs", "get", "pod", "burn", "-o",
+				"jsonpath={.spec.priorityClassName} {.spec.schedulerName} {.status.phase} {.status.containerStatuses[0].restartCount}")
+			if o != "waterline-batch waterline-scheduler Running 0" {
+				since = time.Time{}
+				return false, fmt.Errorf("the README's burner: class, scheduler, phase, restarts %q", o)
+			}
+			if since.IsZero() {
+				since = time.Now()
+			}
+			return time.Since(since) > 5*time.Second, fmt.Errorf("running for %v", time.Since(since))
+		}, "waiting for the README's burner to run for 5 s")
+		// It burns a core: not beside the other tests' measurements.
+		l.kubectl(t, "-n", "jobs", "delete", "pod", "burn", "--grace-period=1")
+	}
+
+	run(blocks[1])
+	testutil.Eventually(t, time.Minute, 500*time.Millisecond, func() (bool, error) {
+		o := l.kubectl(t, "-n", "jobs", "get", "pod", "fake", "-o",
+			`jsonpath={.spec.nodeName} {.status.phase} {.spec.containers[0].resources.requests.waterline\.dev/batch-cpu}`)
+		f := strings.Fields(o)
+		if len(f) == 3 && strings.HasPrefix(f[0], "kwok-node-") && f[1] == "Running" {
+			if q, err := resource.ParseQuantity(f[2]); err == nil && q.Value() == 2000 {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("the README's kwok Batch pod: node, phase, batch-cpu %q", o)
+	}, "waiting for the README's Batch pod to run on a kwok node asking for 2000 batch-cpu")
+
+	run(blocks[2])
+	start := time.Now()
+	testutil.Eventually(t, 8*time.Minute, 5*time.Second, func() (bool, error) {
+		pods := l.kubectl(t, "get", "pods", "-l", "app=web", "--field-selector", "status.phase=Running", "-o", "jsonpath={range .items[*]}{.spec.nodeName}{\"\\n\"}{end}")
+		mid := map[string]string{}
+		for line := range strings.Lines(l.kubectl(t, "get", "nodes", "-l", "type=kwok", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.allocatable.waterline\.dev/mid-cpu}{"\n"}{end}`)) {
+			if f := strings.Fields(line); len(f) == 2 {
+				mid[f[0]] = f[1]
+			}
+		}
+		var without []string
+		nodesWithWeb := map[string]bool{}
+		for node := range strings.Lines(pods) {
+			node = strings.TrimSpace(node)
+			if node == "" || nodesWithWeb[node] {
+				continue
+			}
+			nodesWithWeb[node] = true
+			if q, err := resource.ParseQuantity(mid[node]); err != nil || q.Sign() <= 0 {
+				without = append(without, node+"="+mid[node])
+			}
+		}
+		if len(nodesWithWeb) == 0 {
+			return false, errors.New("no web pod is running")
+		}
+		return len(without) == 0, fmt.Errorf("%d of %d kwok nodes running web pods sell no Mid CPU: %v", len(without), len(nodesWithWeb), without)
+	}, "waiting for every kwok node running the README's Prod Deployment to sell Mid CPU")
+	t.Logf("Every kwok node running the README's Prod pods sold Mid CPU %v after the Deployment was applied", time.Since(start).Round(time.Second))
 }
 
 // TestAuditAgainstLocalUp runs `waterline audit preemption` against a

@@ -114,7 +114,51 @@ func TestTierAllocatable(t *testing.T) {
 	// Batch CPU  = 32 × 75 % − 9 − 1 = 24 − 10 = 14 CPU = 14000 millicores.
 	// Prod+Mid memory = max(30Gi, 40Gi − 4Gi = 36Gi) = 36Gi.
 	// Batch mem  = 128Gi × 65 % − 36Gi − 4Gi = 83.2Gi − 40Gi = 43.2Gi = 46385646796 bytes (floored).
-	wantTiers(t, c, "n1", 9600, 16<<30, 14000, 128<<30*65/100-40<<30)
+	batchMem := int64(128<<30*65/100 - 40<<30)
+	wantTiers(t, c, "n1", 9600, 16<<30, 14000, batchMem)
+
+	// The agent reports prodReclaimable with the peak, over the Prod pods
+	// it knew: 12 CPU and 16Gi, as above.
+	nm, err = wlClient.NodeMetrics().Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm.Status.ProdReclaimable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("12"), corev1.ResourceMemory: resource.MustParse("16Gi")}
+	if _, err := wlClient.NodeMetrics().UpdateStatus(ctx, nm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A Prod pod of 4 CPU and 8Gi is bound before the agent's next report.
+	// The manager counts its request at once and the reported peak does
+	// not hold it yet: 72Gi − 48Gi would sell its 8Gi as Mid memory (a move
+	// of more than the 5 % update threshold) until the agent counts it,
+	// cold, at its request. The reported 16Gi holds instead.
+	mustCreate(t, func() error {
+		_, err := c.Kube.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "prod-new", Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: "n1", PriorityClassName: "test-prod", Containers: []corev1.Container{{
+				Name: "c", Image: "x",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}},
+			}}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		n, err := c.Kube.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := n.Status.Allocatable[extension.ResourceMidMemory]; got.Value() != 16<<30 {
+			t.Fatalf("mid-memory is %s after a Prod pod was bound and before the agent reported it, want 16Gi: its request sold as Mid", got.String())
+		}
+	}
+	// A Prod pod of 12 CPU and 32Gi goes: what it reclaimed goes at once,
+	// though the report still says 12 CPU and 16Gi. Left: 8 + 4 CPU and
+	// 32Gi + 8Gi requested under the peak of 8 CPU and 48Gi.
+	if err := c.Kube.CoreV1().Pods("default").Delete(ctx, "prod-0", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	wantTiers(t, c, "n1", 4000, 0, 14000, batchMem)
 
 	// The agent falls silent: after degradeSeconds the tiers drop to zero.
 	start := time.Now()

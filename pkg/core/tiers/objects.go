@@ -72,6 +72,12 @@ func BuildInput(node *corev1.Node, pods []*corev1.Pod, nm *v1alpha1.NodeMetric) 
 	if q, ok := st.ProdPeak[corev1.ResourceMemory]; ok {
 		in.Memory.ProdPeak, in.Memory.ProdPeakKnown = q.Value(), true
 	}
+	if q, ok := st.ProdReclaimable[corev1.ResourceCPU]; ok {
+		in.CPU.ReportedReclaimable, in.CPU.ReportedReclaimableKnown = q.MilliValue(), true
+	}
+	if q, ok := st.ProdReclaimable[corev1.ResourceMemory]; ok {
+		in.Memory.ReportedReclaimable, in.Memory.ReportedReclaimableKnown = q.Value(), true
+	}
 	var podsCPU, podsMem, lowCPU, lowMem int64
 	for i := range st.PodsMetric {
 		pm := &st.PodsMetric[i]

@@ -51,6 +51,14 @@ type ResourceState struct {
 	// ProdPeakKnown is false until the agent reports a peak: nothing is
 	// reclaimed from Prod pods whose peak nobody predicted.
 	ProdPeakKnown bool
+	// ReportedReclaimable is the Reclaimable the agent reported with the
+	// peak (NodeMetric status.prodReclaimable), over the Prod pods it knew
+	// then; meaningful only when ReportedReclaimableKnown (an agent that
+	// predates the field reports none). Reclaimable is at most this: a Prod
+	// pod bound since that report is in ProdAllocated at its request but
+	// not in ProdPeak yet, and would be sold whole as Mid until the next.
+	ReportedReclaimable      int64
+	ReportedReclaimableKnown bool
 	// ProdMidUsage is the real usage of the Prod and Mid pods.
 	ProdMidUsage int64
 	// SystemUsage is the node's usage outside pods.
@@ -76,13 +84,25 @@ func Unused(s ResourceState) int64 {
 }
 
 // Reclaimable is what the Prod pods requested but are predicted not to
-// use: ReclaimableOf(reclaimRatio, Allocated[Prod], Peak[Prod]); 0 while
-// the peak is unknown.
+// use: ReclaimableOf(reclaimRatio, Allocated[Prod], Peak[Prod]), at most
+// what the agent reported with the peak; 0 while the peak is unknown.
+//
+// Allocated[Prod] is the pods bound now, the peak those the agent knew at
+// its last report. Between a Prod pod's binding and the next report the
+// first counts its request and the second does not; the reported value
+// counts neither, and the agent's next prediction counts the new pod at its
+// request while it is cold. A Prod pod gone since the report lowers
+// Allocated[Prod] at once, and the reported value not yet: the smaller of
+// the two is right both ways.
 func Reclaimable(reclaimRatioPercent int32, s ResourceState) int64 {
 	if !s.ProdPeakKnown {
 		return 0
 	}
-	return ReclaimableOf(reclaimRatioPercent, s.ProdAllocated, s.ProdPeak)
+	r := ReclaimableOf(reclaimRatioPercent, s.ProdAllocated, s.ProdPeak)
+	if s.ReportedReclaimableKnown {
+		r = min(r, max(0, s.ReportedReclaimable))
+	}
+	return r
 }
 
 // ReclaimableOf is Waterline's one definition of "reclaimable":

@@ -89,6 +89,28 @@ func TestMid(t *testing.T) {
 		// unused 32000 − 1000 − max(0 − 1000, 27000) = 4000.
 		want: 4000,
 	}, {
+		// A Prod pod of 4 cores bound since the agent's report (16000
+		// requested, 8000 reclaimable then): its request is counted, its
+		// peak is not yet. The agent's next prediction counts it cold, at
+		// its request; until then the reported 8000 holds, not 12000.
+		name: "a Prod pod bound since the report is not sold as Mid", midPct: 50, ratioPct: 100,
+		s:    ResourceState{Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true, ReportedReclaimable: 8000, ReportedReclaimableKnown: true},
+		want: 8000,
+	}, {
+		// A Prod pod of 4 cores gone since the report (24000 requested,
+		// 16000 reclaimable then): what it reclaimed goes with it at once.
+		name: "a Prod pod gone since the report takes its share along", midPct: 50, ratioPct: 100,
+		s:    ResourceState{Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true, ReportedReclaimable: 16000, ReportedReclaimableKnown: true},
+		want: 12000,
+	}, {
+		name: "a reported zero reclaims nothing", midPct: 50, ratioPct: 100,
+		s:    ResourceState{Allocatable: 32000, ProdAllocated: 4000, ProdPeak: 0, ProdPeakKnown: true, ReportedReclaimableKnown: true},
+		want: 0,
+	}, {
+		name: "a reported value without a peak reclaims nothing", midPct: 50, ratioPct: 100,
+		s:    ResourceState{Allocatable: 32000, ProdAllocated: 20000, ReportedReclaimable: 8000, ReportedReclaimableKnown: true},
+		want: 0,
+	}, {
 		name: "mixed variant adds what Prod did not request", midPct: 30, ratioPct: 100, includeUnallocated: true,
 		s: ResourceState{Allocatable: 32000, ProdAllocated: 20000, ProdPeak: 8000, ProdPeakKnown: true},
 		// min(12000, 32000 × 30% = 9600) + (32000 − 20000) = 9600 + 12000.
@@ -385,9 +407,10 @@ func TestBuildInput(t *testing.T) {
 	nm := &v1alpha1.NodeMetric{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1"},
 		Status: v1alpha1.NodeMetricStatus{
-			UpdateTime: &updated,
-			ProdPeak:   rl("8", "20G"),
-			NodeMetric: &v1alpha1.NodeMetricInfo{NodeUsage: rl("10", "40G"), SystemUsage: rl("1", "5G")},
+			UpdateTime:      &updated,
+			ProdPeak:        rl("8", "20G"),
+			ProdReclaimable: rl("2", "0"),
+			NodeMetric:      &v1alpha1.NodeMetricInfo{NodeUsage: rl("10", "40G"), SystemUsage: rl("1", "5G")},
 			PodsMetric: []v1alpha1.PodMetricInfo{
 				{Namespace: "default", Name: "prod-a", Band: "prod", Usage: rl("3", "8G")},
 				{Namespace: "default", Name: "mid", Band: "mid", Usage: rl("1", "4G")},
@@ -408,8 +431,10 @@ func TestBuildInput(t *testing.T) {
 		// node 10 − system 1 − batch 2 = 7 is more → 7 cores.
 		// Memory: pods 8 + 4 + 1 = 13G vs 40 − 5 − 6 = 29G → 29G.
 		want: NodeInput{
-			CPU:        ResourceState{Capacity: 32000, Allocatable: 32000, ProdAllocated: 10000, ProdPeak: 8000, ProdPeakKnown: true, ProdMidUsage: 7000, NodeUsage: 10000, SystemUsage: 1000},
-			Memory:     ResourceState{Capacity: 100e9, Allocatable: 100e9, ProdAllocated: 15e9, ProdPeak: 20e9, ProdPeakKnown: true, ProdMidUsage: 29e9, NodeUsage: 40e9, SystemUsage: 5e9},
+			CPU: ResourceState{Capacity: 32000, Allocatable: 32000, ProdAllocated: 10000, ProdPeak: 8000, ProdPeakKnown: true,
+				ReportedReclaimable: 2000, ReportedReclaimableKnown: true, ProdMidUsage: 7000, NodeUsage: 10000, SystemUsage: 1000},
+			Memory: ResourceState{Capacity: 100e9, Allocatable: 100e9, ProdAllocated: 15e9, ProdPeak: 20e9, ProdPeakKnown: true,
+				ReportedReclaimableKnown: true, ProdMidUsage: 29e9, NodeUsage: 40e9, SystemUsage: 5e9},
 			UpdateTime: updated.Time,
 		},
 	}, {
