@@ -87,6 +87,27 @@ const (
 	Agent     = "waterline-agent"
 )
 
+// SchedulerLeaseOf is the leader-election lease of the chart's
+// waterline-scheduler named schedulerName: its name in Waterline's
+// namespace, or kube-scheduler's own Lease (kube-system/kube-scheduler)
+// when it replaces kube-scheduler as default-scheduler, so that the two
+// never lead at once.
+func SchedulerLeaseOf(schedulerName string) string {
+	if schedulerName == "default-scheduler" {
+		return "kube-system/kube-scheduler"
+	}
+	return schedulerName
+}
+
+// leaseRef is lease, a name in namespace or "namespace/name", as
+// "namespace/name".
+func leaseRef(namespace, lease string) string {
+	if strings.Contains(lease, "/") {
+		return lease
+	}
+	return namespace + "/" + lease
+}
+
 // DefaultManagerLease is the manager's leader-election lease
 // (cmd/waterline-manager's LeaderElectionID).
 const DefaultManagerLease = "waterline-manager.waterline.dev"
@@ -102,8 +123,10 @@ type Options struct {
 	// Scheduler, Agent); one not expected is checked only when found.
 	Expect []string
 	// ManagerLease and SchedulerLease are the leader-election leases of
-	// the manager (DefaultManagerLease) and the scheduler (the chart's
-	// scheduler.name); empty when the component elects no leader.
+	// the manager (DefaultManagerLease) and the scheduler
+	// (SchedulerLeaseOf the chart's scheduler.name), "name" in Waterline's
+	// namespace or "namespace/name"; empty when the component elects no
+	// leader.
 	ManagerLease, SchedulerLease string
 	// StaleAfter is how old a NodeMetric may get: LoadAware refuses a
 	// node whose NodeMetric is that old per its nodeMetricExpirationSeconds
@@ -259,7 +282,7 @@ func checkDeployment(s *Snapshot, o Options, name, lease string, expected bool) 
 	l, ok := s.Leases[lease]
 	if !ok {
 		c.Status = Failure
-		c.Message += fmt.Sprintf("; no lease %s/%s: no replica has led (leader election off, or RBAC refuses leases)", s.Namespace, lease)
+		c.Message += fmt.Sprintf("; no lease %s: no replica has led (leader election off, or RBAC refuses leases)", leaseRef(s.Namespace, lease))
 		return c
 	}
 	holder, renewed := "", time.Time{}

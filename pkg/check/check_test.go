@@ -116,6 +116,12 @@ func TestEvaluate(t *testing.T) {
 			s.Leases[Scheduler].Spec.RenewTime = &metav1.MicroTime{Time: now.Add(-5 * time.Minute)}
 		}, check: Scheduler, want: Failure, saying: "last renewed lease waterline-scheduler 5m0s ago"},
 		{name: "scheduler never led", mutate: func(s *Snapshot) { delete(s.Leases, Scheduler) }, check: Scheduler, want: Failure, saying: "no replica has led"},
+		{name: "scheduler replacing kube-scheduler leads through its Lease", mutate: func(s *Snapshot) {
+			s.Leases["kube-system/kube-scheduler"] = s.Leases[Scheduler]
+			delete(s.Leases, Scheduler)
+		}, opts: func(o *Options) { o.SchedulerLease = SchedulerLeaseOf("default-scheduler") }, check: Scheduler, want: OK, saying: "leader waterline-scheduler-0"},
+		{name: "scheduler replacing kube-scheduler, no one led", mutate: func(s *Snapshot) { delete(s.Leases, Scheduler) },
+			opts: func(o *Options) { o.SchedulerLease = SchedulerLeaseOf("default-scheduler") }, check: Scheduler, want: Failure, saying: "no lease kube-system/kube-scheduler"},
 		{name: "manager without leader election", mutate: func(s *Snapshot) { delete(s.Leases, DefaultManagerLease) },
 			opts: func(o *Options) { o.ManagerLease = "" }, check: Manager, want: OK, saying: "2/2 replicas available"},
 		{name: "scheduler not installed, not expected", mutate: func(s *Snapshot) { delete(s.Deployments, Scheduler) },

@@ -40,9 +40,10 @@ import (
 	"github.com/waterline-dev/waterline/pkg/webhookprobe"
 )
 
-// Collect reads what Evaluate checks, with the leases named (empty names
-// are skipped). It needs get on Waterline's namespace's deployments,
-// daemonsets and leases (the ones it names), list on its pods and events,
+// Collect reads what Evaluate checks, with the leases named ("name" in
+// namespace or "namespace/name"; empty ones are skipped). It needs get on
+// Waterline's namespace's deployments, daemonsets and leases (the ones it
+// names, and a lease of another namespace it names there), list on its pods and events,
 // create on its configmaps (the webhook probe's dry run), and list on
 // nodes, nodemetrics, mutating- and validatingwebhookconfigurations and
 // the endpointslices of the webhooks' Services' namespaces.
@@ -82,15 +83,19 @@ func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interf
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("getting daemonset %s/%s: %w", namespace, Agent, err)
 	}
-	for _, name := range leases {
-		if name == "" {
+	for _, lease := range leases {
+		if lease == "" {
 			continue
 		}
-		switch l, err := kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{}); {
+		ns, name, ok := strings.Cut(leaseRef(namespace, lease), "/")
+		if !ok {
+			return nil, fmt.Errorf("lease %q: want a name or namespace/name", lease)
+		}
+		switch l, err := kube.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{}); {
 		case err == nil:
-			s.Leases[name] = l
+			s.Leases[lease] = l
 		case !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("getting lease %s/%s: %w", namespace, name, err)
+			return nil, fmt.Errorf("getting lease %s/%s: %w", ns, name, err)
 		}
 	}
 	err = pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

@@ -60,7 +60,8 @@ fails. The chart's "helm test" runs it.
 
 It only reads the cluster, but for the probe's ConfigMap, created with
 dryRun=All and never stored: get on the namespace's deployments, daemonsets
-and leases, list on its pods and events, create on its configmaps; list on
+and leases (and on kube-system's kube-scheduler Lease for a scheduler named
+default-scheduler), list on its pods and events, create on its configmaps; list on
 nodes, nodemetrics, webhook configurations and endpointslices.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -87,11 +88,12 @@ nodes, nodemetrics, webhook configurations and endpointslices.`,
 			if err != nil {
 				return fmt.Errorf("creating a client: %w", err)
 			}
-			snap, err := check.Collect(cmd.Context(), kube, wl, namespace, managerLease, scheduler)
+			schedulerLease := check.SchedulerLeaseOf(scheduler)
+			snap, err := check.Collect(cmd.Context(), kube, wl, namespace, managerLease, schedulerLease)
 			if err != nil {
 				return err
 			}
-			report := check.Evaluate(snap, check.Options{Now: time.Now(), Expect: expect, ManagerLease: managerLease, SchedulerLease: scheduler, StaleAfter: staleAfter})
+			report := check.Evaluate(snap, check.Options{Now: time.Now(), Expect: expect, ManagerLease: managerLease, SchedulerLease: schedulerLease, StaleAfter: staleAfter})
 			write := report.WriteTable
 			if output == "json" {
 				write = report.WriteJSON
@@ -109,7 +111,7 @@ nodes, nodemetrics, webhook configurations and endpointslices.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig (default: in-cluster or $KUBECONFIG)")
 	f.StringVar(&kubeContext, "context", "", "The kubeconfig context to use")
 	f.StringVarP(&namespace, "namespace", "n", "waterline-system", "Waterline's namespace")
-	f.StringVar(&scheduler, "scheduler-name", "waterline-scheduler", "The scheduler's name, which is also its leader-election lease's")
+	f.StringVar(&scheduler, "scheduler-name", "waterline-scheduler", "The scheduler's name, which is also its leader-election lease's (kube-system/kube-scheduler for default-scheduler, as the chart sets it)")
 	f.StringVar(&managerLease, "manager-lease", check.DefaultManagerLease, "The manager's leader-election lease; empty when it elects no leader")
 	f.StringSliceVar(&expect, "expect", nil, "Components that must be installed (waterline-manager, waterline-scheduler, waterline-agent); others are checked when found")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
