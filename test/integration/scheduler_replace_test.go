@@ -64,19 +64,10 @@ leaderElection: {leaderElect: true}
 
 	// The chart's waterline-scheduler with scheduler.name=default-scheduler:
 	// its rendered configuration, with the test's kubeconfig.
-	out := c.Helm(t, "template", "waterline", testutil.ChartDir(), "--set", "scheduler.name=default-scheduler", "--show-only", "templates/scheduler.yaml")
-	var cm corev1.ConfigMap
-	for _, doc := range strings.Split(out, "\n---") {
-		var probe metav1.TypeMeta
-		if yaml.Unmarshal([]byte(doc), &probe) == nil && probe.Kind == "ConfigMap" {
-			if err := yaml.Unmarshal([]byte(doc), &cm); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	rendered := chartSchedulerConfig(t, c, "scheduler.name=default-scheduler")
 	var config map[string]any
-	if err := yaml.Unmarshal([]byte(cm.Data["scheduler-config.yaml"]), &config); err != nil || config == nil {
-		t.Fatalf("The chart's scheduler configuration (%v):\n%s", err, out)
+	if err := yaml.Unmarshal([]byte(rendered), &config); err != nil || config == nil {
+		t.Fatalf("The chart's scheduler configuration (%v):\n%s", err, rendered)
 	}
 	config["clientConnection"] = map[string]any{"kubeconfig": c.Kubeconfig}
 	body, err := yaml.Marshal(config)

@@ -49,22 +49,12 @@ const (
 // the test's scheduler name. It also returns LoadAware's weight in it.
 func fidProfile(t *testing.T, c *testutil.Cluster) (string, int64) {
 	t.Helper()
-	out := c.Helm(t, "template", "waterline", testutil.ChartDir(), "--show-only", "templates/scheduler.yaml")
-	var cm corev1.ConfigMap
-	for _, doc := range strings.Split(out, "\n---") {
-		var probe metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &probe); err != nil || probe.Kind != "ConfigMap" {
-			continue
-		}
-		if err := yaml.Unmarshal([]byte(doc), &cm); err != nil {
-			t.Fatalf("Reading the chart's scheduler ConfigMap: %v", err)
-		}
-	}
+	rendered := chartSchedulerConfig(t, c)
 	var config struct {
 		Profiles []map[string]any `json:"profiles"`
 	}
-	if err := yaml.Unmarshal([]byte(cm.Data["scheduler-config.yaml"]), &config); err != nil || len(config.Profiles) != 1 {
-		t.Fatalf("The chart's scheduler config has %d profiles (%v), want 1:\n%s", len(config.Profiles), err, out)
+	if err := yaml.Unmarshal([]byte(rendered), &config); err != nil || len(config.Profiles) != 1 {
+		t.Fatalf("The chart's scheduler config has %d profiles (%v), want 1:\n%s", len(config.Profiles), err, rendered)
 	}
 	profile := config.Profiles[0]
 	profile["schedulerName"] = fidScheduler
@@ -94,6 +84,27 @@ func fidProfile(t *testing.T, c *testutil.Cluster) (string, int64) {
 	}
 	t.Fatalf("The chart's scheduler profile does not enable LoadAware:\n%s", body)
 	return "", 0
+}
+
+// chartSchedulerConfig is the scheduler configuration the chart deploys
+// (scheduler-config.yaml of its ConfigMap) with the --set values given.
+func chartSchedulerConfig(t *testing.T, c *testutil.Cluster, set ...string) string {
+	t.Helper()
+	args := []string{"template", "waterline", testutil.ChartDir(), "--show-only", "templates/scheduler.yaml"}
+	for _, v := range set {
+		args = append(args, "--set", v)
+	}
+	out := c.Helm(t, args...)
+	for _, doc := range strings.Split(out, "\n---") {
+		var cm corev1.ConfigMap
+		if yaml.Unmarshal([]byte(doc), &cm) == nil && cm.Kind == "ConfigMap" {
+			if config, ok := cm.Data["scheduler-config.yaml"]; ok {
+				return config
+			}
+		}
+	}
+	t.Fatalf("The chart renders no scheduler ConfigMap with scheduler-config.yaml:\n%s", out)
+	return ""
 }
 
 // fidNodes creates the fake nodes the fidelity tests place pods on: eight
