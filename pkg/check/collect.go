@@ -43,10 +43,11 @@ import (
 // Collect reads what Evaluate checks, with the leases named ("name" in
 // namespace or "namespace/name"; empty ones are skipped). It needs get on
 // Waterline's namespace's deployments, daemonsets and leases (the ones it
-// names, and a lease of another namespace it names there), list on its pods and events,
-// create on its configmaps (the webhook probe's dry run), and list on
-// nodes, nodemetrics, mutating- and validatingwebhookconfigurations and
-// the endpointslices of the webhooks' Services' namespaces.
+// names, and a lease of another namespace it names there), list on its
+// pods and events, create on its configmaps (the webhook probe's dry run),
+// and list on nodes, nodemetrics, mutating- and
+// validatingwebhookconfigurations and the endpointslices of the webhooks'
+// Services' namespaces.
 func Collect(ctx context.Context, kube kubernetes.Interface, wl versioned.Interface, namespace string, leases ...string) (*Snapshot, error) {
 	s := &Snapshot{
 		Namespace:      namespace,

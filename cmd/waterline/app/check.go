@@ -61,8 +61,8 @@ fails. The chart's "helm test" runs it.
 It only reads the cluster, but for the probe's ConfigMap, created with
 dryRun=All and never stored: get on the namespace's deployments, daemonsets
 and leases (and on kube-system's kube-scheduler Lease for a scheduler named
-default-scheduler), list on its pods and events, create on its configmaps; list on
-nodes, nodemetrics, webhook configurations and endpointslices.`,
+default-scheduler), list on its pods and events, create on its configmaps;
+list on nodes, nodemetrics, webhook configurations and endpointslices.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
