@@ -209,7 +209,11 @@ spec:
 			t.Errorf("local-up exited after Ctrl-C with %v, want exit status 130", err)
 		}
 		out, _ := os.ReadFile(l.logPath)
-		if tail := string(out[strings.LastIndex(string(out), "Press Ctrl-C"):]); strings.Contains(tail, "exited; see") || !strings.Contains(tail, "Stopped") {
+		tail := string(out)
+		if i := strings.LastIndex(tail, "Press Ctrl-C"); i >= 0 {
+			tail = tail[i:]
+		}
+		if strings.Contains(tail, "exited; see") || !strings.Contains(tail, "Stopped") {
 			t.Errorf("local-up's output after Ctrl-C, want only that it stopped:\n%s", tail)
 		}
 	case <-time.After(90 * time.Second):
