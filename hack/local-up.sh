@@ -257,9 +257,8 @@ trap 'stop_all; exit 129' HUP
 trap stop_all EXIT
 
 # start runs a process of the cluster in its own session: Ctrl-C reaches
-# this script alone, whose trap stops them newest first. (In the terminal's
-# process group each took the SIGINT at once, and the watch below reported
-# the first to exit as a failure.)
+# this script alone, whose trap stops them newest first (in the terminal's
+# process group each would take the SIGINT at once, in no order).
 start() { # name binary args...
   local name=$1; shift
   setsid "$@" 9>&- >"$dir/logs/$name.log" 2>&1 &
