@@ -78,7 +78,7 @@ leaderElection: {leaderElect: true}
 
 	// Both run: kube-scheduler leads and places a pod; the chart's
 	// scheduler is only a candidate.
-	bound := func(name string) string {
+	bound := func(name string) {
 		t.Helper()
 		if _, err := c.Kube.CoreV1().Pods("default").Create(t.Context(), &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -86,16 +86,13 @@ leaderElection: {leaderElect: true}
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		var node string
 		testutil.Eventually(t, time.Minute, 200*time.Millisecond, func() (bool, error) {
 			p, err := c.Kube.CoreV1().Pods("default").Get(t.Context(), name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
-			node = p.Spec.NodeName
-			return node != "", fmt.Errorf("pod %s not bound", name)
+			return p.Spec.NodeName != "", fmt.Errorf("pod %s not bound", name)
 		}, "waiting for pod %s to be bound", name)
-		return node
 	}
 	bound("while-both-run")
 	time.Sleep(5 * time.Second) // more than two of the candidates' 2 s retries
