@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +31,9 @@ import (
 	"github.com/waterline-dev/waterline/pkg/check"
 	testutil "github.com/waterline-dev/waterline/test/util"
 )
+
+// schedulerAuthFlags let the test reach the schedulers' health endpoints.
+var schedulerAuthFlags = []string{"--authentication-skip-lookup", "--authorization-always-allow-paths", "/healthz,/readyz,/livez"}
 
 // acquiredLease is what client-go's leader election logs when a process
 // becomes the leader.
@@ -55,11 +57,11 @@ func TestReplacingKubeScheduler(t *testing.T) {
 
 	// The cluster's kube-scheduler, leader-elected as kubeadm runs it
 	// (the Lease kube-system/kube-scheduler).
-	stock := startLeaderElectedScheduler(t, c, "kube-scheduler", stockBin, fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+	stock, _ := testutil.StartSchedulerBinary(t, "kube-scheduler", stockBin, fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection: {kubeconfig: %q}
 leaderElection: {leaderElect: true}
-`, c.Kubeconfig))
+`, c.Kubeconfig), schedulerAuthFlags...)
 	waitLogged(t, stock, acquiredLease, time.Minute)
 
 	// The chart's waterline-scheduler with scheduler.name=default-scheduler:
@@ -74,7 +76,7 @@ leaderElection: {leaderElect: true}
 	if err != nil {
 		t.Fatal(err)
 	}
-	chart := startLeaderElectedScheduler(t, c, "waterline-scheduler", testutil.BuildBinary(t, "waterline-scheduler"), string(body))
+	chart, _ := c.StartSchedulerWithConfig(t, string(body), schedulerAuthFlags...)
 
 	// Both run: kube-scheduler leads and places a pod; the chart's
 	// scheduler is only a candidate.
@@ -121,24 +123,6 @@ leaderElection: {leaderElect: true}
 	if l := snap.Leases["kube-system/kube-scheduler"]; l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 		t.Errorf("waterline check did not read the leader of kube-system/kube-scheduler: %+v", snap.Leases)
 	}
-}
-
-// startLeaderElectedScheduler runs a scheduler binary with config (which
-// sets leader election), its secure port on loopback.
-func startLeaderElectedScheduler(t *testing.T, c *testutil.Cluster, name, bin, config string) *testutil.Process {
-	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := testutil.FreePort(t)
-	p := testutil.StartProcess(t, name, bin, "--config", path,
-		"--secure-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "--cert-dir", filepath.Join(dir, "certs"),
-		"--authentication-skip-lookup", "--authorization-always-allow-paths", "/healthz,/readyz,/livez", "--v", "2")
-	t.Cleanup(p.Stop)
-	testutil.WaitHealthy(t, p, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), 2*time.Minute)
-	return p
 }
 
 func readLog(t *testing.T, p *testutil.Process) string {

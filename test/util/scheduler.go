@@ -62,14 +62,21 @@ leaderElection:
 // process and its secure port once the scheduler answers /healthz.
 func (c *Cluster) StartSchedulerWithConfig(t testing.TB, config string, args ...string) (*Process, int) {
 	t.Helper()
-	bin := BuildBinary(t, "waterline-scheduler")
+	return StartSchedulerBinary(t, "waterline-scheduler", BuildBinary(t, "waterline-scheduler"), config, args...)
+}
+
+// StartSchedulerBinary is StartSchedulerWithConfig for any kube-scheduler
+// build at bin (the stock kube-scheduler of bin/, say), its process named
+// name.
+func StartSchedulerBinary(t testing.TB, name, bin, config string, args ...string) (*Process, int) {
+	t.Helper()
 	dir := t.TempDir()
 	configPath := filepath.Join(dir, "scheduler-config.yaml")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		t.Fatalf("Writing scheduler config: %v", err)
 	}
 	port := FreePort(t)
-	p := StartProcess(t, "waterline-scheduler", bin, append([]string{
+	p := StartProcess(t, name, bin, append([]string{
 		"--config", configPath,
 		"--secure-port", strconv.Itoa(port),
 		"--bind-address", "127.0.0.1",
